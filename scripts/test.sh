@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs every test: the normal build, then the whole suite under ASan+UBSan, then the ring's
+# concurrency tests (label "tsan") under TSan. `scripts/test.sh --quick` runs the normal build only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$jobs"
+(cd build && ctest --output-on-failure -j "$jobs" -LE bench)
+
+if [ "$quick" = 1 ]; then exit 0; fi
+
+echo "== ASan+UBSan"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNCCLWATCH_SANITIZE=address \
+  -DNCCLWATCH_BENCHMARKS=OFF >/dev/null
+cmake --build build-asan -j "$jobs"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --output-on-failure -j "$jobs" -LE "bench|nosan")
+
+echo "== TSan (ring concurrency)"
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNCCLWATCH_SANITIZE=thread \
+  -DNCCLWATCH_BENCHMARKS=OFF >/dev/null
+cmake --build build-tsan -j "$jobs" --target ncclwatch_tsan_tests
+(cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -j "$jobs" -L tsan)

@@ -1,0 +1,408 @@
+// ncclwatch record format: the contract between the shim (writer) and the collector (reader).
+//
+// Everything the shim leaves behind -- the shared-memory segment of a live process and the trace
+// file on disk -- is described here and nowhere else. This header depends on the C++ standard
+// library only, so both sides (and the fakes) can include it.
+//
+// Rules:
+//  * Every record is exactly 64 bytes (one cache line) and trivially copyable. A record is a union
+//    of per-kind layouts that all start with RecordPrefix.
+//  * Any change to a layout bumps kLayoutVersion; readers refuse other versions with a clear error.
+//  * Readers treat everything as untrusted: check magic, version, sizes, and skip records of
+//    unknown kind (counting them) instead of trusting them.
+//
+// Clock: every timestamp is nanoseconds of CLOCK_MONOTONIC on the host that wrote it (read via
+// clock_gettime, which is served by the vDSO: no syscall on the hot path). CLOCK_MONOTONIC is
+// chosen over CLOCK_REALTIME because NTP steps must never reorder events inside one process;
+// it is shared by all processes of one host, so ranks on one host need no alignment at all.
+// To place events on wall time, the writer stores ClockAnchor pairs (monotonic, realtime) read
+// back-to-back; wall = realtime + (t - monotonic) using the anchor nearest in time. GPU
+// timestamps (CUPTI, CUDA events) are converted to this clock by the shim before they are written.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace ncclwatch::format {
+
+inline constexpr uint32_t kLayoutVersion = 1;
+inline constexpr std::size_t kRecordSize = 64;
+inline constexpr std::size_t kHostNameSize = 64;
+inline constexpr std::size_t kJobIdSize = 64;
+inline constexpr std::size_t kPathSize = 256;
+
+// Magic numbers: ASCII, readable in a hex dump.
+inline constexpr uint64_t kSegmentMagic = 0x474553574C43434EULL;  // "NCCLWSEG" little-endian
+inline constexpr uint64_t kTraceMagic = 0x435254574C43434EULL;    // "NCCLWTRC" little-endian
+
+// The NCCL API functions the shim wraps (one table in the shim declares them all; this enum is
+// the identity that ends up in records). Values are part of the format: append only.
+enum class Func : uint8_t {
+  kUnknown = 0,
+  kAllReduce = 1,
+  kBroadcast = 2,
+  kBcast = 3,
+  kReduce = 4,
+  kAllGather = 5,
+  kReduceScatter = 6,
+  kAlltoAll = 7,
+  kGather = 8,
+  kScatter = 9,
+  kSend = 10,
+  kRecv = 11,
+  kGroupStart = 12,
+  kGroupEnd = 13,
+  kGetUniqueId = 14,
+  kCommInitRank = 15,
+  kCommInitRankConfig = 16,
+  kCommInitRankScalable = 17,
+  kCommInitAll = 18,
+  kCommSplit = 19,
+  kCommShrink = 20,
+  kCommFinalize = 21,
+  kCommDestroy = 22,
+  kCommAbort = 23,
+  kCommRevoke = 24,
+  kCount = 25,
+};
+
+// Collectives are matched across ranks by (comm id, seq); Send and Recv by (comm id, sender,
+// receiver, per-peer seq).
+constexpr bool is_collective(Func f) {
+  return f >= Func::kAllReduce && f <= Func::kScatter;
+}
+constexpr bool is_p2p(Func f) { return f == Func::kSend || f == Func::kRecv; }
+
+enum class RecordKind : uint8_t {
+  kInvalid = 0,    // an all-zero slot: never written
+  kCall = 1,       // CallRecord: one collective or point-to-point call
+  kGroup = 2,      // GroupRecord: ncclGroupStart / ncclGroupEnd
+  kComm = 3,       // CommRecord: a communicator created (init, split, shrink, ...)
+  kCommEnd = 4,    // CommEndRecord: finalize / destroy / abort / revoke
+  kIdentity = 5,   // IdentityRecord: rank / world / device learned during the run
+  kClock = 6,      // ClockRecord: a (monotonic, realtime) anchor pair
+  kKernel = 7,     // KernelRecord: a GPU activity (kernel, memcpy, memset) on the host clock
+  kString = 8,     // StringRecord: a chunk of an interned string (kernel or NVTX name)
+  kKernelLink = 9, // KernelLinkRecord: a kernel launch tied to the NCCL call(s) in flight
+  kCollGpu = 10,   // CollGpuRecord: GPU start/end of a collective or group measured by CUDA events
+  kLaunch = 11,    // LaunchRecord: host side of a kernel launch (runtime/driver API call)
+  kNvtx = 12,      // NvtxRecord: an NVTX range
+  kUniqueId = 13,  // UniqueIdRecord: ncclGetUniqueId result hash
+  kCount = 14,
+};
+
+// The first 8 bytes of every record.
+struct RecordPrefix {
+  RecordKind kind;
+  uint8_t flags;  // per-kind flag bits
+  uint8_t u8a;    // per-kind small field (documented per layout)
+  uint8_t u8b;    // per-kind small field
+  uint32_t tid;   // OS thread id of the writer thread (gettid), or a per-kind 32-bit field
+};
+static_assert(sizeof(RecordPrefix) == 8);
+
+// Call flags.
+inline constexpr uint8_t kCallInGroup = 1u << 0;       // issued between GroupStart and GroupEnd
+inline constexpr uint8_t kCallGraphCaptured = 1u << 1; // stream was capturing a CUDA graph
+inline constexpr uint8_t kCallNonBlocking = 1u << 2;   // the comm is non-blocking
+inline constexpr uint8_t kCallNoKernel = 1u << 3;      // known to launch no kernel (nranks==1)
+
+// One collective or point-to-point call. prefix.u8a = Func, prefix.u8b = (int8) ncclResult_t.
+struct CallRecord {
+  RecordPrefix prefix;
+  int64_t t_enter_ns;   // host clock at wrapper entry
+  int64_t t_exit_ns;    // host clock after the real function returned
+  uint64_t comm_id;     // equal on every rank of the communicator
+  uint64_t count;       // element count as passed (sendcount for AllGather, recvcount for RS)
+  uint64_t stream;      // cudaStream_t value as passed
+  uint32_t seq;         // collectives: per-comm sequence (low 32 bits); p2p: per (comm, peer)
+  uint32_t group_id;    // per-process id of the enclosing outermost group, 0 = none
+  int32_t peer;         // root (rooted collectives) or peer (send/recv), -1 if none
+  uint8_t datatype;     // ncclDataType_t
+  uint8_t redop;        // ncclRedOp_t; 255 = user-defined (ncclRedOpCreatePreMulSum)
+  uint8_t group_depth;  // nesting depth of GroupStart at the time of the call
+  uint8_t reserved;
+};
+
+// GroupStart / GroupEnd. prefix.u8a = Func (kGroupStart / kGroupEnd), prefix.u8b = result.
+struct GroupRecord {
+  RecordPrefix prefix;
+  int64_t t_enter_ns;
+  int64_t t_exit_ns;
+  uint32_t group_id;  // the outermost group this start/end belongs to
+  uint32_t depth;     // depth after GroupStart / before GroupEnd
+  uint64_t reserved[4];
+};
+
+// A communicator that came into existence. prefix.u8a = Func that created it, u8b = result.
+// Comm id rules (every rank must compute the same value):
+//   InitRank / InitRankConfig : hash of the 128-byte ncclUniqueId
+//   InitRankScalable          : hash of the first of its nId unique ids (all ranks get all ids)
+//   InitAll(ndev, devlist)    : hash of ("initall", pid, per-process InitAll counter); the comms
+//                               of one InitAll live in one process, each has rank = index
+//   Split(parent, color, key) : hash of (parent id, index of this split among the parent's
+//                               splits, color); every parent rank calls split, so the index
+//                               agrees; color NCCL_SPLIT_NOCOLOR creates no comm (id 0)
+//   Shrink(parent, excl, n)   : hash of (parent id, index of this split/shrink among the
+//                               parent's, sorted excluded ranks)
+struct CommRecord {
+  RecordPrefix prefix;
+  int64_t t_enter_ns;
+  int64_t t_exit_ns;
+  uint64_t comm_id;
+  uint64_t parent_id;   // 0 if none
+  uint64_t handle;      // ncclComm_t pointer value (process-local; to join with NCCL logs)
+  int32_t nranks;
+  int32_t rank;
+  int32_t device;       // CUDA device ordinal, -1 if unknown
+  int32_t color;        // split color / shrink flags, 0 otherwise
+};
+
+// Finalize / destroy / abort / revoke. prefix.u8a = Func, u8b = result.
+struct CommEndRecord {
+  RecordPrefix prefix;
+  int64_t t_enter_ns;
+  int64_t t_exit_ns;
+  uint64_t comm_id;
+  uint64_t reserved[4];
+};
+
+// Identity learned during the run (the global rank may only be known at first comm init).
+// prefix.u8a = RankSource.
+enum class RankSource : uint8_t { kUnknown = 0, kEnv = 1, kFirstComm = 2 };
+struct IdentityRecord {
+  RecordPrefix prefix;
+  int32_t rank;
+  int32_t world_size;
+  int32_t local_rank;
+  int32_t device;
+  char pci_bus_id[16];  // "0000:1b:00.0", NUL-padded, empty if unknown
+  uint64_t reserved[3];
+};
+
+// Clock anchor: monotonic and realtime read back-to-back (the pair with the shortest read
+// window out of a few tries). prefix.tid = width of that window in ns (uncertainty).
+struct ClockRecord {
+  RecordPrefix prefix;
+  int64_t monotonic_ns;
+  int64_t realtime_ns;
+  uint64_t reserved[5];
+};
+
+// GPU activity. prefix.u8a = ActivityKind, prefix.u8b = device ordinal, prefix.tid = CUPTI
+// stream id. Timestamps already converted to the host clock.
+enum class ActivityKind : uint8_t { kKernel = 0, kMemcpy = 1, kMemset = 2 };
+inline constexpr uint8_t kKernelIsNccl = 1u << 0;    // name says NCCL (ncclKernel_, ncclDevKernel_, ncclSymk)
+inline constexpr uint8_t kKernelFromGraph = 1u << 1; // replayed from a CUDA graph
+struct KernelRecord {
+  RecordPrefix prefix;
+  int64_t start_ns;
+  int64_t end_ns;
+  uint32_t correlation;  // CUPTI correlation id (joins KernelLinkRecord and LaunchRecord)
+  uint32_t name_id;      // StringRecord id, 0 = none
+  uint64_t graph_node_id;
+  uint32_t graph_id;
+  uint32_t context_id;
+  uint64_t bytes;        // memcpy/memset bytes, 0 for kernels
+  uint64_t reserved;
+};
+
+// A chunk of an interned string. prefix.tid = string id (per process, > 0), prefix.u8a = chunk
+// index, flags bit 0 = last chunk. Names longer than kMaxStringChunks * kStringChunkBytes bytes are truncated.
+inline constexpr uint8_t kStringLastChunk = 1u << 0;
+inline constexpr std::size_t kStringChunkBytes = 56;
+inline constexpr std::size_t kMaxStringChunks = 8;
+struct StringRecord {
+  RecordPrefix prefix;
+  char text[kStringChunkBytes];  // not NUL-terminated when full
+};
+
+// A GPU launch tied to the NCCL call(s) the launching thread was inside. prefix.u8a = Func of
+// the call (kGroupEnd when the launch happened inside ncclGroupEnd).
+struct KernelLinkRecord {
+  RecordPrefix prefix;
+  int64_t t_ns;          // host time of the launch
+  uint64_t comm_id;      // comm of the call (0 when the launch belongs to a whole group)
+  uint64_t stream;       // cudaStream_t / CUstream of the launch
+  uint32_t correlation;  // CUPTI correlation id of the launch
+  uint32_t seq;          // call's seq (collectives) when comm_id != 0
+  uint32_t group_id;     // group the launch belongs to, 0 = none
+  uint32_t reserved0;
+  uint64_t reserved[2];
+};
+
+// GPU interval of a collective or group measured with a pair of CUDA events (lite mode).
+// prefix.u8a = Func (kGroupEnd for a whole group), prefix.u8b = device.
+struct CollGpuRecord {
+  RecordPrefix prefix;
+  int64_t start_ns;
+  int64_t end_ns;
+  uint64_t comm_id;
+  uint64_t stream;
+  uint32_t seq;
+  uint32_t group_id;
+  uint64_t reserved[2];
+};
+
+// Host side of a kernel launch (cudaLaunchKernel, cuLaunchKernelEx, cudaGraphLaunch, ...).
+// prefix.u8a = LaunchApi.
+enum class LaunchApi : uint8_t { kOther = 0, kRuntimeKernel = 1, kRuntimeGraph = 2, kDriverKernel = 3, kDriverGraph = 4 };
+struct LaunchRecord {
+  RecordPrefix prefix;
+  int64_t t_enter_ns;
+  int64_t t_exit_ns;
+  uint64_t stream;
+  uint32_t correlation;
+  uint32_t reserved0;
+  uint64_t reserved[3];
+};
+
+// An NVTX range (push/pop or start/end). prefix.u8a = device or 0xff, prefix.tid = thread.
+struct NvtxRecord {
+  RecordPrefix prefix;
+  int64_t start_ns;
+  int64_t end_ns;
+  uint32_t name_id;  // StringRecord id
+  uint32_t domain_id;
+  uint64_t reserved[4];
+};
+
+// ncclGetUniqueId: the hash of the id handed out (joins the root's trace with the comm).
+struct UniqueIdRecord {
+  RecordPrefix prefix;
+  int64_t t_enter_ns;
+  int64_t t_exit_ns;
+  uint64_t id_hash;
+  uint64_t reserved[4];
+};
+
+union Record {
+  RecordPrefix prefix;
+  CallRecord call;
+  GroupRecord group;
+  CommRecord comm;
+  CommEndRecord comm_end;
+  IdentityRecord identity;
+  ClockRecord clock;
+  KernelRecord kernel;
+  StringRecord string;
+  KernelLinkRecord link;
+  CollGpuRecord coll_gpu;
+  LaunchRecord launch;
+  NvtxRecord nvtx;
+  UniqueIdRecord unique_id;
+};
+
+static_assert(sizeof(CallRecord) == kRecordSize);
+static_assert(sizeof(GroupRecord) == kRecordSize);
+static_assert(sizeof(CommRecord) == kRecordSize);
+static_assert(sizeof(CommEndRecord) == kRecordSize);
+static_assert(sizeof(IdentityRecord) == kRecordSize);
+static_assert(sizeof(ClockRecord) == kRecordSize);
+static_assert(sizeof(KernelRecord) == kRecordSize);
+static_assert(sizeof(StringRecord) == kRecordSize);
+static_assert(sizeof(KernelLinkRecord) == kRecordSize);
+static_assert(sizeof(CollGpuRecord) == kRecordSize);
+static_assert(sizeof(LaunchRecord) == kRecordSize);
+static_assert(sizeof(NvtxRecord) == kRecordSize);
+static_assert(sizeof(UniqueIdRecord) == kRecordSize);
+static_assert(sizeof(Record) == kRecordSize);
+static_assert(std::is_trivially_copyable_v<Record>);
+static_assert(std::is_standard_layout_v<CallRecord>);
+
+// Identity of the writing process, copied into both the segment and the trace file header.
+struct ProcessInfo {
+  char job[kJobIdSize];        // NUL-terminated
+  char host[kHostNameSize];    // NUL-terminated (gethostname or NCCLWATCH_HOST)
+  int64_t pid;
+  int32_t rank;                // global rank, -1 until known
+  int32_t world_size;          // -1 until known
+  int32_t local_rank;          // -1 if unknown
+  int32_t device;              // CUDA device, -1 if unknown
+  int64_t start_monotonic_ns;  // clock anchor at creation
+  int64_t start_realtime_ns;
+  uint64_t reserved[4];
+};
+static_assert(sizeof(ProcessInfo) == 200);
+
+// Shared-memory segment: SegmentHeader, then `capacity` RingSlots. Named
+// "ncclwatch.<job>.<host>.<pid>" in /dev/shm, mode 0600.
+//
+// The ring is a bounded multi-producer queue with one consumer (the drain thread, or `ncclwatch
+// collect` after the process died). Positions grow forever; slot = pos % capacity. A producer
+// claims a position by CAS on write_pos only if pos - read_pos < capacity (else it counts a drop),
+// writes the record, then publishes slot.seq = pos + 1 (release). The consumer reads slot.seq ==
+// pos + 1 (acquire) as "committed". A producer that dies between claim and publish leaves a hole;
+// salvage skips holes (counting them) instead of stopping.
+struct RingSlot {
+  uint64_t seq;  // pos + 1 once the record at pos is committed (atomic in practice)
+  uint64_t pad;
+  Record record;
+};
+static_assert(sizeof(RingSlot) == 80);
+
+inline constexpr uint32_t kSegmentStateLive = 1;    // owner process running
+inline constexpr uint32_t kSegmentStateClosed = 2;  // owner finished writing its trace file
+
+struct SegmentHeader {
+  uint64_t magic;           // kSegmentMagic
+  uint32_t layout_version;  // kLayoutVersion
+  uint32_t header_size;     // sizeof(SegmentHeader)
+  uint32_t record_size;     // kRecordSize
+  uint32_t slot_size;       // sizeof(RingSlot)
+  uint64_t capacity;        // slots (power of two)
+  ProcessInfo process;
+  char trace_path[kPathSize];  // the trace file the drain thread appends to
+  // Counters below are std::atomic in practice (lock-free 64-bit, same layout).
+  alignas(64) uint64_t write_pos;  // next position producers claim
+  alignas(64) uint64_t read_pos;   // next position the consumer reads; records below are on disk
+  alignas(64) uint64_t dropped;    // records dropped because the ring was full
+  uint64_t cupti_dropped;          // records CUPTI reported dropped
+  uint64_t drained;                // records appended to the trace file so far
+  uint32_t state;                  // kSegmentState*
+  uint32_t mode;                   // 0 host-only, 1 full (CUPTI), 2 lite (CUDA events)
+  uint64_t reserved[4];
+};
+static_assert(sizeof(SegmentHeader) == 704);
+static_assert(sizeof(SegmentHeader) % 64 == 0, "ring slots start cache-line aligned");
+
+// Trace file: TraceHeader, then records back to back. The header is rewritten in place on close
+// (and by `ncclwatch collect`), so a file whose header says state != closed was cut short.
+inline constexpr uint32_t kTraceStateOpen = 1;
+inline constexpr uint32_t kTraceStateClosed = 2;
+inline constexpr uint32_t kTraceStateSalvaged = 3;
+
+struct TraceHeader {
+  uint64_t magic;           // kTraceMagic
+  uint32_t layout_version;  // kLayoutVersion
+  uint32_t header_size;     // sizeof(TraceHeader)
+  uint32_t record_size;     // kRecordSize
+  uint32_t state;           // kTraceState*
+  ProcessInfo process;
+  uint64_t records;         // records after the header when closed (0 while open)
+  uint64_t dropped;         // ring drops
+  uint64_t cupti_dropped;
+  uint32_t mode;            // as SegmentHeader::mode
+  uint32_t reserved0;
+  uint64_t reserved[8];
+};
+static_assert(sizeof(TraceHeader) == 320);
+static_assert(std::is_trivially_copyable_v<TraceHeader>);
+
+// Size in bytes of one element of an ncclDataType_t; 0 for unknown values.
+constexpr uint32_t datatype_size(uint8_t datatype) {
+  switch (datatype) {
+    case 0: case 1: case 10: case 11: return 1;  // int8, uint8, fp8 e4m3, fp8 e5m2
+    case 2: case 3: case 7: return 4;            // int32, uint32, float32
+    case 4: case 5: case 8: return 8;            // int64, uint64, float64
+    case 6: case 9: return 2;                    // float16, bfloat16
+    default: return 0;
+  }
+}
+
+// Bytes this rank passes to NCCL for a call (count x element size; for AllGather the count is
+// per rank, for ReduceScatter the received count, exactly as NCCL's own API defines them).
+constexpr uint64_t call_bytes(const CallRecord& r) { return r.count * datatype_size(r.datatype); }
+
+}  // namespace ncclwatch::format

@@ -1,0 +1,23 @@
+// The `ncclwatch` CLI is a set of subcommands, one file each under tools/commands/. A command
+// registers itself with a static Command object; main() hands each one the CLI11 app. The
+// commands only parse arguments and print: the logic they call lives in collector/.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace ncclwatch::tools {
+
+struct Command {
+  // Adds the subcommand to `app`; the callback it installs sets `exit_code`.
+  using Setup = std::function<void(CLI::App& app, int& exit_code)>;
+  Command(const char* name, Setup setup);
+  const char* name;
+  Setup setup;
+};
+
+const std::vector<const Command*>& commands();
+
+}  // namespace ncclwatch::tools
