@@ -119,6 +119,9 @@ struct RankTrace {
   std::vector<LaunchEvent> launches;
   std::vector<RangeEvent> ranges;
   std::vector<std::string> names{""};  // interned names; names[0] == ""
+  // Raw GPU-tie records as read; collector/timeline turns them into CallEvent::kernel/gpu_*.
+  std::vector<format::KernelLinkRecord> links;
+  std::vector<format::CollGpuRecord> coll_gpu;
 
   const std::string& name_of(uint32_t id) const { return id < names.size() ? names[id] : names[0]; }
 };
