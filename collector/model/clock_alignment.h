@@ -1,4 +1,5 @@
-// Per-rank clock offsets that put every rank on one timeline (the earliest host's clock).
+// Per-rank clock offsets that put every rank on one timeline: the clock of the reference host
+// (the host of JobTrace::ranks[0]). Produced by collector/clock.
 #pragma once
 
 #include <cstdint>

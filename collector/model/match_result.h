@@ -27,9 +27,14 @@ struct CollectiveInstance {
   uint32_t expected = 0;       // comm size
 };
 
+// A run of consecutive instances with the same ranks missing (one entry, not thousands): seq ..
+// seq_last, `count` instances. For send/recv, func is kSend/kRecv and the present rank is the side
+// whose call has no partner.
 struct IncompleteInstance {
   uint64_t comm_id = 0;
   uint64_t seq = 0;
+  uint64_t seq_last = 0;
+  uint64_t count = 1;
   format::Func func = format::Func::kUnknown;
   std::vector<int32_t> present_ranks;  // global ranks that entered
   std::vector<int32_t> missing_ranks;  // global ranks that never entered
@@ -47,11 +52,18 @@ struct CommSummary {
   int32_t nranks = 0;                // size the members agree on (majority)
   std::vector<int32_t> ranks;        // global ranks seen in it, ordered by comm rank
   bool size_disagreement = false;    // members report different nranks
-  uint64_t instances = 0;
+  uint64_t instances = 0;            // complete instances
+  uint64_t incomplete = 0;           // instances some traced member never entered
+  uint64_t desyncs = 0;              // instances whose members disagree (all, even past the list cap)
+  uint64_t duplicate_seqs = 0;       // calls that reused a seq already seen on the same rank
+  int32_t untraced = 0;              // members counted in nranks with no trace at all
 };
 
 struct MatchResult {
-  std::vector<CollectiveInstance> instances;  // complete instances, per comm in seq order
+  // Complete instances: each comm's collectives in seq order, then its send/recv pairs
+  // (func kSend, members [sender, receiver]). An instance is complete when every traced member
+  // of the comm entered it (members with no trace at all are counted in CommSummary::untraced).
+  std::vector<CollectiveInstance> instances;
   std::vector<InstanceMember> members;
   std::vector<IncompleteInstance> incomplete;
   std::vector<Desync> desyncs;
