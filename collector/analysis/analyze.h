@@ -1,0 +1,17 @@
+// The analyses' one entry point: the collector's pipeline calls analyze() after matching and
+// clock alignment. It appends findings (stragglers, then overlap), the "Stragglers" and
+// "Overlap" sections, and JSON overlap[], stragglers[], buckets[], overlap_analysis,
+// straggler_analysis. Timestamps compared across ranks go through clocks.at(rank_index).
+#pragma once
+
+#include "model/clock_alignment.h"
+#include "model/job_trace.h"
+#include "model/match_result.h"
+#include "model/report.h"
+
+namespace ncclwatch::analysis {
+
+void analyze(const model::JobTrace& job, const model::MatchResult& match,
+             const model::ClockAlignment& clocks, model::Report& report);
+
+}  // namespace ncclwatch::analysis

@@ -1,0 +1,91 @@
+#include "analysis/arrivals.h"
+
+#include <algorithm>
+
+namespace ncclwatch::analysis {
+
+int64_t default_tie_ns(const model::ClockAlignment& clocks) {
+  return std::max<int64_t>(2000, clocks.residual_ns);
+}
+
+Arrivals Arrivals::of(const model::JobTrace& job, const model::MatchResult& match,
+                      const model::ClockAlignment& clocks, int64_t tie_ns) {
+  Arrivals a;
+  a.tie_ns = tie_ns;
+  a.member_ns.assign(match.members.size(), 0);
+  a.instances.resize(match.instances.size());
+  std::vector<int64_t> sorted;
+  for (std::size_t i = 0; i < match.instances.size(); ++i) {
+    const model::CollectiveInstance& inst = match.instances[i];
+    InstanceArrival& out = a.instances[i];
+    const std::size_t first = inst.first_member;
+    const std::size_t end = first + inst.nmembers;
+    if (!format::is_collective(inst.func) || inst.nmembers < 2 || end > match.members.size() ||
+        end < first) {
+      continue;
+    }
+    bool valid = true, all_gpu = true;
+    for (std::size_t m = first; m < end; ++m) {
+      const model::InstanceMember& mem = match.members[m];
+      if (mem.rank_index >= job.ranks.size() ||
+          mem.call_index >= job.ranks[mem.rank_index].calls.size()) {
+        valid = false;
+        break;
+      }
+      all_gpu = all_gpu && job.ranks[mem.rank_index].calls[mem.call_index].has_gpu();
+    }
+    if (!valid) continue;
+    out.used = true;
+    out.gpu = all_gpu;
+    ++(all_gpu ? a.gpu_instances : a.host_instances);
+    sorted.clear();
+    int64_t best = 0;
+    int32_t best_m = -1;
+    for (std::size_t m = first; m < end; ++m) {
+      const model::InstanceMember& mem = match.members[m];
+      const model::CallEvent& c = job.ranks[mem.rank_index].calls[mem.call_index];
+      const int64_t t = (all_gpu ? c.gpu_start_ns : c.enter_ns) + clocks.at(mem.rank_index);
+      a.member_ns[m] = t;
+      sorted.push_back(t);
+      if (best_m < 0 || t > best) {
+        best = t;
+        best_m = static_cast<int32_t>(m);
+      }
+    }
+    // Small per-instance vectors (one entry per member): a full sort gives runner-up and median.
+    std::sort(sorted.begin(), sorted.end());
+    const std::size_t n = sorted.size();
+    out.last_ns = best;
+    out.last_member = best - sorted[n - 2] > tie_ns ? best_m : -1;
+    out.median_ns =
+        n % 2 == 1 ? sorted[n / 2] : sorted[n / 2 - 1] + (sorted[n / 2] - sorted[n / 2 - 1]) / 2;
+  }
+  return a;
+}
+
+}  // namespace ncclwatch::analysis
+
+namespace ncclwatch::analysis {
+
+std::vector<IntervalSet> peer_wait_sets(const model::JobTrace& job, const model::MatchResult& match,
+                                        const model::ClockAlignment& clocks,
+                                        const Arrivals& arrivals) {
+  std::vector<std::vector<Interval>> spans(job.ranks.size());
+  for (std::size_t i = 0; i < match.instances.size() && i < arrivals.instances.size(); ++i) {
+    const InstanceArrival& ia = arrivals.instances[i];
+    if (!ia.used || !ia.gpu) continue;
+    const model::CollectiveInstance& inst = match.instances[i];
+    for (std::size_t m = inst.first_member; m < inst.first_member + inst.nmembers; ++m) {
+      const model::InstanceMember& mem = match.members[m];
+      const model::CallEvent& c = job.ranks[mem.rank_index].calls[mem.call_index];
+      const int64_t last_local = ia.last_ns - clocks.at(mem.rank_index);
+      spans[mem.rank_index].push_back({c.gpu_start_ns, std::min(c.gpu_end_ns, last_local)});
+    }
+  }
+  std::vector<IntervalSet> out;
+  out.reserve(spans.size());
+  for (auto& s : spans) out.push_back(IntervalSet::from_unsorted(std::move(s)));
+  return out;
+}
+
+}  // namespace ncclwatch::analysis

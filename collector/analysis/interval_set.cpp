@@ -1,0 +1,115 @@
+#include "analysis/interval_set.h"
+
+#include <algorithm>
+
+namespace ncclwatch::analysis {
+
+IntervalSet IntervalSet::from_unsorted(std::vector<Interval> intervals) {
+  std::sort(intervals.begin(), intervals.end(),
+            [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+  return from_sorted(intervals);
+}
+
+IntervalSet IntervalSet::from_sorted(const std::vector<Interval>& by_begin) {
+  IntervalSet out;
+  out.spans_.reserve(by_begin.size());
+  for (const Interval& iv : by_begin) out.append_sorted(iv);
+  return out;
+}
+
+void IntervalSet::append_sorted(Interval iv) {
+  if (iv.end <= iv.begin) return;
+  if (!spans_.empty() && iv.begin <= spans_.back().end) {
+    // Overlaps or touches the last one: extend it (a later begin never precedes it).
+    spans_.back().end = std::max(spans_.back().end, iv.end);
+    return;
+  }
+  spans_.push_back(iv);
+}
+
+IntervalSet IntervalSet::unite(const IntervalSet& other) const {
+  IntervalSet out;
+  out.spans_.reserve(spans_.size() + other.spans_.size());
+  std::size_t i = 0, j = 0;
+  while (i < spans_.size() || j < other.spans_.size()) {
+    const bool take_mine =
+        j == other.spans_.size() || (i < spans_.size() && spans_[i].begin <= other.spans_[j].begin);
+    out.append_sorted(take_mine ? spans_[i++] : other.spans_[j++]);
+  }
+  return out;
+}
+
+IntervalSet IntervalSet::intersect(const IntervalSet& other) const {
+  IntervalSet out;
+  std::size_t i = 0, j = 0;
+  while (i < spans_.size() && j < other.spans_.size()) {
+    const Interval& a = spans_[i];
+    const Interval& b = other.spans_[j];
+    const int64_t lo = std::max(a.begin, b.begin);
+    const int64_t hi = std::min(a.end, b.end);
+    if (lo < hi)
+      out.spans_.push_back({lo, hi});  // disjoint inputs give disjoint, non-touching output
+    if (a.end < b.end) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return out;
+}
+
+IntervalSet IntervalSet::subtract(const IntervalSet& other) const {
+  IntervalSet out;
+  std::size_t j = 0;
+  for (const Interval& a : spans_) {
+    int64_t cursor = a.begin;
+    while (j < other.spans_.size() && other.spans_[j].end <= cursor) ++j;
+    std::size_t k = j;
+    while (k < other.spans_.size() && other.spans_[k].begin < a.end) {
+      const Interval& b = other.spans_[k];
+      if (b.begin > cursor) out.spans_.push_back({cursor, b.begin});
+      cursor = std::max(cursor, b.end);
+      if (b.end > a.end) break;  // b reaches into the next span of ours: keep it for that one
+      ++k;
+    }
+    j = k;
+    if (cursor < a.end) out.spans_.push_back({cursor, a.end});
+  }
+  return out;
+}
+
+IntervalSet IntervalSet::clip(int64_t from, int64_t to) const {
+  IntervalSet out;
+  auto it = std::lower_bound(spans_.begin(), spans_.end(), from,
+                             [](const Interval& s, int64_t t) { return s.end <= t; });
+  for (; it != spans_.end() && it->begin < to; ++it) {
+    out.spans_.push_back({std::max(it->begin, from), std::min(it->end, to)});
+  }
+  return out;
+}
+
+int64_t IntervalSet::length() const {
+  int64_t total = 0;
+  for (const Interval& s : spans_) total += s.end - s.begin;
+  return total;
+}
+
+int64_t IntervalSet::length_within(int64_t from, int64_t to) const {
+  std::size_t hint = 0;
+  auto it = std::lower_bound(spans_.begin(), spans_.end(), from,
+                             [](const Interval& s, int64_t t) { return s.end <= t; });
+  hint = static_cast<std::size_t>(it - spans_.begin());
+  return length_within(from, to, hint);
+}
+
+int64_t IntervalSet::length_within(int64_t from, int64_t to, std::size_t& hint) const {
+  if (to <= from) return 0;
+  while (hint < spans_.size() && spans_[hint].end <= from) ++hint;
+  int64_t total = 0;
+  for (std::size_t k = hint; k < spans_.size() && spans_[k].begin < to; ++k) {
+    total += std::min(spans_[k].end, to) - std::max(spans_[k].begin, from);
+  }
+  return total;
+}
+
+}  // namespace ncclwatch::analysis

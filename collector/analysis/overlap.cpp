@@ -1,0 +1,106 @@
+#include "analysis/overlap.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace ncclwatch::analysis {
+namespace {
+
+// The sets every window is measured on, built once per rank.
+struct Sets {
+  const IntervalSet* comm;
+  const IntervalSet* compute;
+  const IntervalSet* busy;
+  IntervalSet overlapped;
+  IntervalSet exposed;
+  IntervalSet exposed_wait;
+  // Start of each collective span preceded by idle GPU time, and that idle time.
+  std::vector<std::pair<int64_t, int64_t>> idle_before;
+};
+
+// Cursor state for measuring increasing, disjoint windows in linear total time.
+struct Cursor {
+  std::size_t comm = 0, compute = 0, busy = 0, overlapped = 0, exposed = 0, wait = 0, idle = 0;
+};
+
+OverlapTotals measure(const Sets& s, Interval w, Cursor& c) {
+  OverlapTotals t;
+  t.window_ns = w.length();
+  t.comm_ns = s.comm->length_within(w.begin, w.end, c.comm);
+  t.compute_ns = s.compute->length_within(w.begin, w.end, c.compute);
+  t.busy_ns = s.busy->length_within(w.begin, w.end, c.busy);
+  t.overlapped_ns = s.overlapped.length_within(w.begin, w.end, c.overlapped);
+  t.exposed_ns = s.exposed.length_within(w.begin, w.end, c.exposed);
+  t.wait_ns = s.exposed_wait.length_within(w.begin, w.end, c.wait);
+  while (c.idle < s.idle_before.size() && s.idle_before[c.idle].first < w.begin) ++c.idle;
+  for (std::size_t k = c.idle; k < s.idle_before.size() && s.idle_before[k].first < w.end; ++k) {
+    t.idle_before_comm_ns += s.idle_before[k].second;
+  }
+  return t;
+}
+
+std::vector<std::pair<int64_t, int64_t>> idle_before_comm(const IntervalSet& comm,
+                                                          const IntervalSet& busy) {
+  // Busy includes comm, so every comm span lies inside one busy span; when that busy span
+  // starts with the collective, the GPU sat idle from the previous busy span's end until it.
+  std::vector<std::pair<int64_t, int64_t>> out;
+  const auto& b = busy.spans();
+  std::size_t j = 0;
+  for (const Interval& c : comm.spans()) {
+    while (j < b.size() && b[j].end < c.begin) ++j;
+    if (j < b.size() && j > 0 && b[j].begin == c.begin) {
+      out.emplace_back(c.begin, c.begin - b[j - 1].end);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+double overlap_fraction(const model::RankTrace& rank, int64_t from_ns, int64_t to_ns) {
+  const RankActivity a = RankActivity::of(rank);
+  const int64_t comm = a.comm.length_within(from_ns, to_ns);
+  if (comm <= 0) return std::numeric_limits<double>::quiet_NaN();
+  const int64_t both = a.comm.intersect(a.compute).length_within(from_ns, to_ns);
+  return static_cast<double>(both) / static_cast<double>(comm);
+}
+
+double overlap_fraction(const model::RankTrace& rank) {
+  return overlap_fraction(rank, std::numeric_limits<int64_t>::min(),
+                          std::numeric_limits<int64_t>::max());
+}
+
+RankOverlap OverlapAnalysis::of_rank(const model::RankTrace& rank, std::size_t rank_index,
+                                     const RankActivity& activity, StepPlan plan,
+                                     const IntervalSet& wait) {
+  RankOverlap r;
+  r.rank_index = rank_index;
+  r.rank = rank.info.rank;
+  r.host = rank.info.host;
+  r.source = activity.source;
+  r.measurable = activity.source != CommSource::kNone && activity.has_compute;
+
+  Sets s{&activity.comm, &activity.compute, &activity.busy, {}, {}, {}, {}};
+  s.overlapped = activity.comm.intersect(activity.compute);
+  s.exposed = activity.comm.subtract(activity.compute);
+  s.exposed_wait = s.exposed.intersect(wait);
+  s.idle_before = idle_before_comm(activity.comm, activity.busy);
+
+  Cursor steps_cursor;
+  r.steps.reserve(plan.steps.size());
+  for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+    StepOverlap st;
+    st.index = i;
+    st.window = plan.steps[i];
+    st.warmup = i < plan.warmup;
+    st.totals = measure(s, st.window, steps_cursor);
+    r.steps.push_back(st);
+  }
+  Cursor steady_cursor;
+  r.steady = measure(s, plan.steady, steady_cursor);
+  r.plan = std::move(plan);
+  return r;
+}
+
+}  // namespace ncclwatch::analysis

@@ -1,0 +1,74 @@
+// Overlap of communication with computation, per rank and per step, in HTA's terms:
+//   comm = union of NCCL kernel intervals, compute = union of all other kernels (memcpy and
+//   memset are neither), overlap = |comm ∩ compute| / |comm|.
+// Exposed communication (comm − compute) is split into waiting for peers (the part of each
+// collective before its last member arrived) and transfer (the rest).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/interval_set.h"
+#include "analysis/rank_activity.h"
+#include "analysis/step_plan.h"
+#include "model/rank_trace.h"
+
+namespace ncclwatch::analysis {
+
+// HTA's comm/compute overlap of one rank within [from_ns, to_ns) on the rank's own clock:
+// |comm ∩ compute| / |comm| in [0, 1]. NaN when no communication falls in the window. Pass
+// INT64_MIN/INT64_MAX (or use the overload) for the whole trace.
+double overlap_fraction(const model::RankTrace& rank, int64_t from_ns, int64_t to_ns);
+double overlap_fraction(const model::RankTrace& rank);
+
+struct OverlapTotals {
+  int64_t window_ns = 0;
+  int64_t comm_ns = 0;
+  int64_t overlapped_ns = 0;
+  int64_t exposed_ns = 0;
+  int64_t wait_ns = 0;  // exposed and waiting for the last peer
+  int64_t compute_ns = 0;
+  int64_t busy_ns = 0;              // any GPU activity
+  int64_t idle_before_comm_ns = 0;  // idle gaps that end where a collective starts
+  int64_t transfer_ns() const { return exposed_ns - wait_ns; }
+  int64_t idle_ns() const { return window_ns - busy_ns; }
+};
+
+struct StepOverlap {
+  std::size_t index = 0;
+  Interval window;
+  bool warmup = false;
+  OverlapTotals totals;
+};
+
+struct RankOverlap {
+  std::size_t rank_index = 0;
+  int32_t rank = -1;
+  std::string host;
+  CommSource source = CommSource::kNone;
+  bool measurable = false;  // comm and compute both recorded: overlap, exposed, busy are meaningful
+  StepPlan plan;
+  OverlapTotals steady;  // over plan.steady
+  std::vector<StepOverlap> steps;
+
+  double overlap_pct() const {
+    return steady.comm_ns > 0 ? 100.0 * static_cast<double>(steady.overlapped_ns) /
+                                    static_cast<double>(steady.comm_ns)
+                              : 0.0;
+  }
+  double busy_pct() const {
+    return steady.window_ns > 0
+               ? 100.0 * static_cast<double>(steady.busy_ns) / static_cast<double>(steady.window_ns)
+               : 0.0;
+  }
+};
+
+class OverlapAnalysis {
+ public:
+  // `wait` is the rank's peer-wait set (peer_wait_sets in arrivals.h), rank clock.
+  static RankOverlap of_rank(const model::RankTrace& rank, std::size_t rank_index,
+                             const RankActivity& activity, StepPlan plan, const IntervalSet& wait);
+};
+
+}  // namespace ncclwatch::analysis

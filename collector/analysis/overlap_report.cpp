@@ -1,0 +1,245 @@
+#include "analysis/overlap_report.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "analysis/units.h"
+
+namespace ncclwatch::analysis {
+namespace {
+
+constexpr std::size_t kMaxRankRows = 32;
+constexpr std::size_t kMaxStepRows = 40;
+// Exposed communication below this share of the step is not worth a user's time.
+constexpr double kNotBottleneckShare = 0.05;
+
+double pct(int64_t part, int64_t whole) {
+  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+double us(int64_t ns) {
+  return static_cast<double>(ns) / 1000.0;
+}
+std::string ht(double ns) {
+  return human_time(ns);
+}
+
+}  // namespace
+
+double JobOverlap::overlap_pct() const {
+  return pct(totals.overlapped_ns, totals.comm_ns);
+}
+
+double JobOverlap::per_step(int64_t ns) const {
+  const std::size_t n = rank_steps ? rank_steps : std::max<std::size_t>(1, ranks);
+  return static_cast<double>(ns) / static_cast<double>(n);
+}
+
+double JobOverlap::step_ns() const {
+  return per_step(totals.window_ns);
+}
+
+JobOverlap JobOverlap::of(const std::vector<RankOverlap>& overlaps) {
+  JobOverlap j;
+  for (const RankOverlap& o : overlaps) {
+    if (!o.measurable) continue;
+    ++j.ranks;
+    j.rank_steps += o.plan.steady_steps();
+    OverlapTotals& t = j.totals;
+    t.window_ns += o.steady.window_ns;
+    t.comm_ns += o.steady.comm_ns;
+    t.overlapped_ns += o.steady.overlapped_ns;
+    t.exposed_ns += o.steady.exposed_ns;
+    t.wait_ns += o.steady.wait_ns;
+    t.compute_ns += o.steady.compute_ns;
+    t.busy_ns += o.steady.busy_ns;
+    t.idle_before_comm_ns += o.steady.idle_before_comm_ns;
+  }
+  return j;
+}
+
+std::string OverlapReport::headline(const JobOverlap& j, const StragglerResult& s) {
+  const std::string word = s.what == "all-reduces" ? "all-reduce" : "communication";
+  const double exposed = j.per_step(j.totals.exposed_ns);
+  const double step = j.step_ns();
+  const double share = step > 0 ? exposed / step : 0.0;
+  const std::string unit = j.rank_steps ? "/step" : " over the trace";
+  const std::string of_step = j.rank_steps
+                                  ? fmt::format("{:.0f}% of a {} step", 100 * share, ht(step))
+                                  : fmt::format("{:.0f}% of it", 100 * share);
+  if (share < kNotBottleneckShare) {
+    return fmt::format(
+        "{} is {:.0f}% overlapped; exposed comm is {}{} ({}) — communication is "
+        "not the bottleneck",
+        word, j.overlap_pct(), ht(exposed), unit, of_step);
+  }
+  const double wait = j.per_step(j.totals.wait_ns);
+  const double transfer = j.per_step(j.totals.transfer_ns());
+  std::string whom;
+  if (!s.stragglers.empty()) whom = fmt::format(" (rank {})", s.stragglers.front().rank);
+  const std::string advice =
+      wait >= transfer
+          ? (s.stragglers.empty() ? "ranks reach their collectives at different times"
+                                  : "the straggler costs everyone; fix it first")
+          : "communication is the bottleneck: start it earlier behind backward (bucket "
+            "order/size) or speed up the links";
+  return fmt::format(
+      "{} is {}{:.0f}% overlapped; {}{} exposed ({}): {} waiting for peers{}, {} "
+      "transfer — {}",
+      word, j.overlap_pct() < 50 ? "only " : "", j.overlap_pct(), ht(exposed), unit, of_step,
+      ht(wait), whom, ht(transfer), advice);
+}
+
+void OverlapReport::write(const std::vector<RankOverlap>& overlaps,
+                          const std::vector<BucketRow>& buckets, const StragglerResult& stragglers,
+                          model::Report& report) {
+  const JobOverlap job = JobOverlap::of(overlaps);
+  const RankOverlap* ref = nullptr;  // whose step plan the header describes
+  for (const RankOverlap& o : overlaps) {
+    if (!ref || (o.measurable && !ref->measurable)) ref = &o;
+  }
+  if (job.ranks > 0) {
+    const double share =
+        job.step_ns() > 0 ? job.per_step(job.totals.exposed_ns) / job.step_ns() : 0;
+    report.findings.push_back(
+        {share < kNotBottleneckShare ? model::Severity::kInfo : model::Severity::kWarning,
+         "overlap", headline(job, stragglers)});
+  } else if (!overlaps.empty()) {
+    const bool lite = std::any_of(overlaps.begin(), overlaps.end(), [](const RankOverlap& o) {
+      return o.source == CommSource::kCallEvents;
+    });
+    report.findings.push_back(
+        {model::Severity::kInfo, "overlap",
+         lite ? "overlap not measurable: only collective GPU times were recorded (lite mode), no "
+                "compute kernels"
+              : "overlap not measurable: host-only records (no GPU timing)"});
+  }
+
+  std::string body;
+  if (ref) {
+    const StepPlan& p = ref->plan;
+    body += fmt::format("steps: {} (rank {}: {} steps). ", p.source, ref->rank, p.steps.size());
+    body += p.warmup ? fmt::format(
+                           "Steady state = steps {}..{}: the first step is left out as "
+                           "warm-up (rule: with {}+ steps, drop step 1).\n",
+                           p.warmup + 1, p.steps.size(), kMinStepsForWarmup)
+                     : fmt::format("All steps counted (warm-up is dropped only with {}+ steps).\n",
+                                   kMinStepsForWarmup);
+  }
+  body +=
+      "overlap = |comm ∩ compute| / |comm| (HTA); comm = NCCL kernels, compute = other kernels, "
+      "memcpy/memset neither; exposed = comm − compute = wait (before the last peer arrived) + "
+      "transfer.\n\n";
+  body += fmt::format("{:>6} {:<14} {:>5} {:>10} {:>8} {:>12} {:>10} {:>10} {:>6} {:>6} {:>12}\n",
+                      "rank", "host", "steps", "comm/step", "overlap", "exposed/step", "wait/step",
+                      "xfer/step", "busy", "idle", "idle-pre-comm");
+  for (std::size_t i = 0; i < overlaps.size() && i < kMaxRankRows; ++i) {
+    const RankOverlap& o = overlaps[i];
+    const double n = static_cast<double>(std::max<std::size_t>(1, o.plan.steady_steps()));
+    const OverlapTotals& t = o.steady;
+    if (!o.measurable) {
+      body += fmt::format("{:>6} {:<14} {:>5} {:>10}  overlap n/a: comm timing from {}\n", o.rank,
+                          o.host.substr(0, 14), o.plan.steady_steps(),
+                          ht(static_cast<double>(t.comm_ns) / n), to_string(o.source));
+      continue;
+    }
+    body += fmt::format(
+        "{:>6} {:<14} {:>5} {:>10} {:>7.1f}% {:>12} {:>10} {:>10} {:>5.1f}% {:>5.1f}% {:>12}\n",
+        o.rank, o.host.substr(0, 14), o.plan.steady_steps(), ht(static_cast<double>(t.comm_ns) / n),
+        o.overlap_pct(), ht(static_cast<double>(t.exposed_ns) / n),
+        ht(static_cast<double>(t.wait_ns) / n), ht(static_cast<double>(t.transfer_ns()) / n),
+        o.busy_pct(), 100.0 - o.busy_pct(), ht(static_cast<double>(t.idle_before_comm_ns) / n));
+  }
+  if (overlaps.size() > kMaxRankRows)
+    body += fmt::format("... {} more ranks\n", overlaps.size() - kMaxRankRows);
+
+  // Per step, over ranks (step k of every rank).
+  std::size_t nsteps = 0;
+  for (const RankOverlap& o : overlaps)
+    nsteps = std::max(nsteps, o.measurable ? o.steps.size() : 0);
+  if (nsteps > 0) {
+    body += fmt::format("\nper step (over ranks): {:>5} {:>8} {:>14} {:>14}\n", "step", "overlap",
+                        "max exposed", "max wait");
+    for (std::size_t k = 0; k < nsteps && k < kMaxStepRows; ++k) {
+      int64_t comm = 0, over = 0, max_exp = 0, max_wait = 0;
+      bool warm = false;
+      for (const RankOverlap& o : overlaps) {
+        if (!o.measurable || k >= o.steps.size()) continue;
+        const OverlapTotals& t = o.steps[k].totals;
+        comm += t.comm_ns;
+        over += t.overlapped_ns;
+        max_exp = std::max(max_exp, t.exposed_ns);
+        max_wait = std::max(max_wait, t.wait_ns);
+        warm = warm || o.steps[k].warmup;
+      }
+      body += fmt::format("{:>28} {:>7.1f}% {:>14} {:>14}{}\n", k + 1, pct(over, comm),
+                          ht(static_cast<double>(max_exp)), ht(static_cast<double>(max_wait)),
+                          warm ? "  (warm-up)" : "");
+    }
+    if (nsteps > kMaxStepRows) body += fmt::format("{:>28}\n", "...");
+  }
+  if (!buckets.empty()) {
+    body += fmt::format(
+        "\nall-reduce buckets repeating each step (over ranks):\n{:>18} {:>3} {:>10} "
+        "{:>10} {:>10} {:>13}\n",
+        "comm", "#", "size", "GPU time", "overlap", "exposed/step");
+    for (const BucketRow& b : buckets) {
+      body += fmt::format("{:>18x} {:>3} {:>10} {:>10} {:>9.1f}% {:>13}\n", b.comm_id,
+                          b.ordinal + 1, human_bytes(b.bytes), ht(b.mean_gpu_ns()),
+                          b.overlapped_pct(), ht(b.exposed_ns_per_step()));
+    }
+  }
+  report.sections.push_back({"Overlap", body});
+
+  nlohmann::json list = nlohmann::json::array();
+  for (const RankOverlap& o : overlaps) {
+    const OverlapTotals& t = o.steady;
+    nlohmann::json row = {{"rank", o.rank},
+                          {"host", o.host},
+                          {"comm_us", us(t.comm_ns)},
+                          {"wait_us", us(t.wait_ns)},
+                          {"steps", o.plan.steady_steps()},
+                          {"window_us", us(t.window_ns)},
+                          {"comm_source", to_string(o.source)}};
+    if (o.measurable) {
+      row["overlap_pct"] = o.overlap_pct();
+      row["exposed_us"] = us(t.exposed_ns);
+      row["transfer_us"] = us(t.transfer_ns());
+      row["busy_pct"] = o.busy_pct();
+      row["idle_before_comm_us"] = us(t.idle_before_comm_ns);
+      row["compute_us"] = us(t.compute_ns);
+    } else {
+      for (const char* k : {"overlap_pct", "exposed_us", "transfer_us", "busy_pct",
+                            "idle_before_comm_us", "compute_us"}) {
+        row[k] = nullptr;
+      }
+    }
+    list.push_back(row);
+  }
+  report.json["overlap"] = list;
+  nlohmann::json bl = nlohmann::json::array();
+  for (const BucketRow& b : buckets) {
+    bl.push_back({{"comm_id", fmt::format("{:x}", b.comm_id)},
+                  {"ordinal", b.ordinal + 1},
+                  {"bytes", b.bytes},
+                  {"gpu_us", b.mean_gpu_ns() / 1000.0},
+                  {"overlap_pct", b.overlapped_pct()},
+                  {"exposed_us_per_step", b.exposed_ns_per_step() / 1000.0}});
+  }
+  report.json["buckets"] = bl;
+  nlohmann::json summary = {{"ranks", job.ranks}, {"rank_steps", job.rank_steps}};
+  if (job.ranks) {
+    summary["overlap_pct"] = job.overlap_pct();
+    summary["exposed_us_per_step"] = job.per_step(job.totals.exposed_ns) / 1000.0;
+    summary["wait_us_per_step"] = job.per_step(job.totals.wait_ns) / 1000.0;
+    summary["transfer_us_per_step"] = job.per_step(job.totals.transfer_ns()) / 1000.0;
+    summary["step_us"] = job.step_ns() / 1000.0;
+  }
+  if (ref) {
+    summary["step_source"] = ref->plan.source;
+    summary["warmup_steps_dropped"] = ref->plan.warmup;
+  }
+  report.json["overlap_analysis"] = summary;
+}
+
+}  // namespace ncclwatch::analysis

@@ -1,0 +1,20 @@
+// Human units for report lines: one rule for every analysis, so figures read the same.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "model/rank_trace.h"
+
+namespace ncclwatch::analysis {
+
+// "8.1 ms", "350 µs", "12 ns", "1.20 s".
+std::string human_time(double ns);
+// "+8.1 ms", "-350 µs": a signed difference.
+std::string signed_time(double ns);
+// "64 MiB", "25 KiB", "512 B".
+std::string human_bytes(uint64_t bytes);
+// "all-reduce", "all-gather", ... ("collective" for anything else).
+std::string func_name(format::Func f);
+
+}  // namespace ncclwatch::analysis
