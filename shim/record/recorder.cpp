@@ -1,0 +1,202 @@
+// The process-wide recorder state behind recorder.h.
+//
+// State machine: kUntouched (nothing created: a process that never calls NCCL leaves no trace)
+// -> kRecording at the first ensure_recorder(), or kOff (NCCLWATCH=off, creation failed, exit).
+// A forked child is reset to kUntouched by the atfork handler: it creates its own recorder, with
+// its own pid, on its first NCCL call, and never writes into the parent's ring or file.
+#include "record/recorder.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+
+#include "record/recorder_control.h"
+#include "record/recorder_instance.h"
+#if __has_include("record/nccl_log_capture.h")
+#include "record/nccl_log_capture.h"
+#define NCCLWATCH_HAVE_NCCL_LOG_CAPTURE 1
+#endif
+
+namespace ncclwatch::shim {
+namespace {
+
+enum State : int { kUntouched = 0, kRecording = 1, kOff = 2 };
+
+std::atomic<int> g_state{kUntouched};
+std::atomic<RecorderInstance*> g_recorder{nullptr};
+std::atomic<CallObserver*> g_observer{nullptr};
+pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;
+bool g_identity_from_comm_done = false;  // guarded by g_mutex
+thread_local InFlightCall t_in_flight;
+// Finished or abandoned recorders are never deleted (a thread may still be inside emit() with the
+// pointer); kept here so leak checkers see them reachable.
+RecorderInstance* g_retired[64];
+int g_retired_count = 0;  // guarded by g_mutex
+
+void retire(RecorderInstance* r) {
+  if (g_retired_count < 64) g_retired[g_retired_count++] = r;
+}
+thread_local uint32_t t_tid = 0;
+
+void finish_locked(bool at_exit) {
+  RecorderInstance* r = g_recorder.load();
+  g_state.store(at_exit ? kOff : kUntouched);
+  g_recorder.store(nullptr);
+  if (r == nullptr) return;
+  r->finish();
+  retire(r);
+}
+
+void at_exit() {
+  pthread_mutex_lock(&g_mutex);
+  finish_locked(true);
+  pthread_mutex_unlock(&g_mutex);
+}
+
+void atfork_prepare() {
+  pthread_mutex_lock(&g_mutex);
+}
+void atfork_parent() {
+  pthread_mutex_unlock(&g_mutex);
+}
+void atfork_child() {
+  // Only this thread exists in the child. Forget the parent's recorder without touching it.
+  RecorderInstance* r = g_recorder.load();
+  if (r != nullptr) {
+    r->abandon();  // kept, never destroyed: its std::thread is the parent's
+    retire(r);
+  }
+  g_recorder.store(nullptr);
+  g_state.store(kUntouched);
+  g_identity_from_comm_done = false;
+  t_tid = 0;
+  t_in_flight = InFlightCall{};
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  g_mutex = fresh;
+}
+
+void register_process_hooks_once() {
+  static bool registered = false;  // guarded by g_mutex; survives fork (hooks are inherited)
+  if (registered) return;
+  registered = true;
+  pthread_atfork(&atfork_prepare, &atfork_parent, &atfork_child);
+  std::atexit(&at_exit);
+}
+
+}  // namespace
+
+uint32_t thread_id() noexcept {
+  if (t_tid == 0) t_tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  return t_tid;
+}
+
+bool recording() noexcept {
+  return g_state.load(std::memory_order_relaxed) == kRecording;
+}
+
+bool ensure_recorder() noexcept {
+  int state = g_state.load(std::memory_order_acquire);
+  if (state == kRecording) return true;
+  if (state == kOff) return false;
+  pthread_mutex_lock(&g_mutex);
+  if (g_state.load() == kUntouched) {
+    try {
+      Settings settings = read_settings(&process_env);
+      if (!settings.enabled) {
+        g_state.store(kOff);
+      } else {
+        std::string error;
+        auto r = RecorderInstance::create(settings, &error);
+        if (!r) {
+          std::fprintf(stderr, "ncclwatch: %s; recording off\n", error.c_str());
+          g_state.store(kOff);
+        } else {
+          register_process_hooks_once();
+#ifdef NCCLWATCH_HAVE_NCCL_LOG_CAPTURE
+          prepare_nccl_logging(settings.dir.c_str());
+#endif
+          g_recorder.store(r.release(), std::memory_order_release);
+          g_state.store(kRecording, std::memory_order_release);
+        }
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ncclwatch: cannot start recording: %s; recording off\n", e.what());
+      g_state.store(kOff);
+    }
+  }
+  bool on = g_state.load() == kRecording;
+  pthread_mutex_unlock(&g_mutex);
+  return on;
+}
+
+bool emit(const format::Record& record) noexcept {
+  RecorderInstance* r = g_recorder.load(std::memory_order_acquire);
+  if (r == nullptr) return false;
+  return r->ring().push(record);
+}
+
+void add_cupti_dropped(uint64_t n) noexcept {
+  RecorderInstance* r = g_recorder.load(std::memory_order_acquire);
+  if (r != nullptr) Ring::counter(r->header()->cupti_dropped).fetch_add(n);
+}
+
+void set_timing_mode(uint32_t mode) noexcept {
+  RecorderInstance* r = g_recorder.load(std::memory_order_acquire);
+  if (r != nullptr) std::atomic_ref<uint32_t>(r->header()->mode).store(mode);
+}
+
+const InFlightCall& in_flight_call() noexcept {
+  return t_in_flight;
+}
+
+// Not in recorder.h: the wrappers' write access to the thread's in-flight call.
+InFlightCall& mutable_in_flight_call() noexcept {
+  return t_in_flight;
+}
+
+void set_call_observer(CallObserver* observer) noexcept {
+  g_observer.store(observer, std::memory_order_release);
+}
+
+CallObserver* call_observer() noexcept {
+  return g_observer.load(std::memory_order_acquire);
+}
+
+void note_communicator(int rank, int nranks, int device) noexcept {
+  pthread_mutex_lock(&g_mutex);
+  RecorderInstance* r = g_recorder.load();
+  if (r != nullptr && !g_identity_from_comm_done) {
+    g_identity_from_comm_done = true;
+    const format::ProcessInfo& p = r->header()->process;
+    if (p.rank < 0) {
+      r->set_identity(rank, nranks, p.local_rank, device, format::RankSource::kFirstComm);
+    } else {
+      r->set_identity(p.rank, p.world_size >= 0 ? p.world_size : nranks, p.local_rank, device,
+                      format::RankSource::kEnv);
+    }
+  }
+  pthread_mutex_unlock(&g_mutex);
+}
+
+void finish_recorder() noexcept {
+  pthread_mutex_lock(&g_mutex);
+  finish_locked(false);
+  g_identity_from_comm_done = false;
+  pthread_mutex_unlock(&g_mutex);
+}
+
+std::string current_trace_path() {
+  RecorderInstance* r = g_recorder.load();
+  return r != nullptr ? r->trace_path() : std::string();
+}
+
+std::string current_segment_name() {
+  RecorderInstance* r = g_recorder.load();
+  return r != nullptr ? r->segment_name() : std::string();
+}
+
+}  // namespace ncclwatch::shim

@@ -1,0 +1,35 @@
+// Control of the process's recorder beyond the hot-path API of recorder.h: used by the NCCL
+// wrappers (identity from the first communicator) and by tests (finish and start again).
+#pragma once
+
+#include <string>
+
+#include "ncclwatch/format.h"
+
+namespace ncclwatch::shim {
+
+// Called by the wrappers for each communicator created: the first one supplies the global rank
+// and world size if the environment did not (recorded as RankSource::kFirstComm), and the CUDA
+// device if unknown.
+void note_communicator(int rank, int nranks, int device) noexcept;
+
+// Finishes the recorder now as at normal exit (drain, close the trace file, remove the segment).
+// A later ensure_recorder() creates a new one (tests use this).
+void finish_recorder() noexcept;
+
+// The trace file / segment name of the live recorder ("" when none): for tests.
+std::string current_trace_path();
+std::string current_segment_name();
+
+}  // namespace ncclwatch::shim
+
+namespace ncclwatch::shim {
+
+// The wrappers' write access to the calling thread's in-flight call (recorder.h exposes it
+// read-only) and the installed CallObserver (nullptr if none).
+struct InFlightCall;
+struct CallObserver;
+InFlightCall& mutable_in_flight_call() noexcept;
+CallObserver* call_observer() noexcept;
+
+}  // namespace ncclwatch::shim

@@ -1,0 +1,188 @@
+#include "record/recorder_instance.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "record/clock.h"
+#include "record/process_identity.h"
+#include "record/recorder.h"
+
+namespace ncclwatch::shim {
+namespace {
+
+constexpr uint64_t kDrainBatch = 512;
+constexpr int64_t kClockPeriodNs = 1'000'000'000;  // one anchor per second of run time
+
+format::ProcessInfo make_process_info(const Settings& s) {
+  format::ProcessInfo p{};
+  std::strncpy(p.job, s.job.c_str(), format::kJobIdSize - 1);
+  std::strncpy(p.host, s.host.c_str(), format::kHostNameSize - 1);
+  p.pid = getpid();
+  EnvIdentity id = identity_from_env(&process_env);
+  p.rank = id.rank;
+  p.world_size = id.world_size;
+  p.local_rank = id.local_rank;
+  p.device = -1;
+  ClockAnchor a = read_clock_anchor();
+  p.start_monotonic_ns = a.monotonic_ns;
+  p.start_realtime_ns = a.realtime_ns;
+  return p;
+}
+
+}  // namespace
+
+std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& settings,
+                                                           std::string* error) {
+  std::unique_ptr<RecorderInstance> r(new RecorderInstance());
+  r->settings_ = settings;
+  format::ProcessInfo process = make_process_info(settings);
+  r->trace_path_ = settings.dir + "/ncclwatch." + settings.host + "." +
+                   std::to_string(static_cast<long>(process.pid)) + ".trace";
+  if (r->trace_path_.size() >= format::kPathSize) {
+    *error = "trace path too long: " + r->trace_path_;
+    return nullptr;
+  }
+  r->segment_ =
+      Segment::create(Segment::name_for(settings.job, settings.host, process.pid),
+                      Segment::capacity_for(settings.ring_mb), process, r->trace_path_, error);
+  if (!r->segment_) return nullptr;
+  r->writer_ = TraceWriter::open(r->trace_path_, process, error);
+  if (!r->writer_) {
+    r->segment_->remove();
+    return nullptr;
+  }
+  r->ring_ = Ring(r->segment_->header(), r->segment_->slots());
+  r->emit_clock();
+  if (process.rank >= 0) {
+    format::Record rec{};
+    rec.identity.prefix.kind = format::RecordKind::kIdentity;
+    rec.identity.prefix.u8a = static_cast<uint8_t>(format::RankSource::kEnv);
+    rec.identity.prefix.tid = thread_id();
+    rec.identity.rank = process.rank;
+    rec.identity.world_size = process.world_size;
+    rec.identity.local_rank = process.local_rank;
+    rec.identity.device = -1;
+    r->ring_.push(rec);
+  }
+  // The drain thread must never take the application's signals (SIGINT, SIGTERM, ...).
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  try {
+    r->drain_ = std::thread([p = r.get()] { p->drain_loop(); });
+  } catch (const std::exception& e) {
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    *error = std::string("cannot start the drain thread: ") + e.what();
+    r->segment_->remove();
+    return nullptr;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return r;
+}
+
+RecorderInstance::~RecorderInstance() {
+  if (drain_.joinable()) {
+    stop_.store(true);
+    drain_.join();
+  }
+}
+
+void RecorderInstance::emit_clock() {
+  ClockAnchor a = read_clock_anchor();
+  format::Record rec{};
+  rec.clock.prefix.kind = format::RecordKind::kClock;
+  rec.clock.prefix.tid = static_cast<uint32_t>(a.window_ns > UINT32_MAX ? UINT32_MAX : a.window_ns);
+  rec.clock.monotonic_ns = a.monotonic_ns;
+  rec.clock.realtime_ns = a.realtime_ns;
+  ring_.push(rec);
+}
+
+void RecorderInstance::set_identity(int rank, int world_size, int local_rank, int device,
+                                    format::RankSource source) {
+  format::ProcessInfo& p = segment_->header()->process;
+  p.rank = rank;
+  p.world_size = world_size;
+  if (local_rank >= 0) p.local_rank = local_rank;
+  if (device >= 0) p.device = device;
+  format::Record rec{};
+  rec.identity.prefix.kind = format::RecordKind::kIdentity;
+  rec.identity.prefix.u8a = static_cast<uint8_t>(source);
+  rec.identity.prefix.tid = thread_id();
+  rec.identity.rank = rank;
+  rec.identity.world_size = world_size;
+  rec.identity.local_rank = p.local_rank;
+  rec.identity.device = device;
+  ring_.push(rec);
+}
+
+bool RecorderInstance::drain_once() {
+  format::Record batch[kDrainBatch];
+  uint64_t n = ring_.peek(batch, kDrainBatch);
+  if (n == 0) return false;
+  if (write_failed_) return false;  // leave them in the ring: salvage may still save them
+  if (!writer_->append(batch, n)) {
+    write_failed_ = true;
+    std::fprintf(stderr, "ncclwatch: cannot write %s: %s; records stay in /dev/shm/%s\n",
+                 trace_path_.c_str(), std::strerror(errno), segment_->name().c_str());
+    return false;
+  }
+  ring_.commit(n);
+  return true;
+}
+
+void RecorderInstance::drain_loop() {
+  int64_t next_clock = now_ns() + kClockPeriodNs;
+  while (!stop_.load(std::memory_order_acquire)) {
+    if (!settings_.test_drain_hold) {
+      while (drain_once()) {
+      }
+    }
+    if (now_ns() >= next_clock) {
+      emit_clock();
+      next_clock = now_ns() + kClockPeriodNs;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(settings_.drain_ms));
+  }
+}
+
+void RecorderInstance::finish() {
+  if (finished_) return;
+  finished_ = true;
+  stop_.store(true, std::memory_order_release);
+  if (drain_.joinable()) drain_.join();
+  emit_clock();
+  // Drain the rest. A slot claimed but never committed belongs to a thread that is still inside
+  // emit() (give it a moment) or died there: then it is a hole, skipped.
+  for (int spins = 0; spins < 100; ++spins) {
+    while (drain_once()) {
+    }
+    if (write_failed_ || ring_.pending() == 0) break;
+    if (spins >= 20 && ring_.hole_at_read()) {
+      ring_.skip_hole();
+      continue;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  format::SegmentHeader* h = segment_->header();
+  uint64_t dropped = Ring::counter(h->dropped).load();
+  uint64_t cupti = Ring::counter(h->cupti_dropped).load();
+  writer_->close(h->process, dropped, cupti, h->mode);
+  if (!write_failed_) {
+    std::atomic_ref<uint32_t>(h->state).store(format::kSegmentStateClosed);
+    segment_->remove();
+  }
+}
+
+void RecorderInstance::abandon() {
+  // In the child no drain thread exists; the caller leaks this object so the std::thread (still
+  // "joinable" in the copied memory) is never touched.
+  writer_->abandon();
+  segment_->abandon();
+  finished_ = true;
+}
+
+}  // namespace ncclwatch::shim

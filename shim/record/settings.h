@@ -1,0 +1,45 @@
+// Settings of the shim, read from the environment once, at the first NCCL call.
+//
+//   NCCLWATCH=off            record nothing (also "0", "false", "no")
+//   NCCLWATCH_DIR            trace directory (default ./ncclwatch-<job>, made absolute)
+//   NCCLWATCH_JOB            job id (default: TORCHELASTIC_RUN_ID unless "none", SLURM_JOB_ID,
+//                            PBS_JOBID, LSB_JOBID, PMIX_NAMESPACE, OMPI_MCA_orte_ess_jobid, else
+//                            "local-<parent pid>": the ranks of one torchrun/mpirun share a parent)
+//   NCCLWATCH_RING_MB        upper bound of the shared-memory segment in MiB (default 16; decimals
+//                            allowed, e.g. 0.01 for tests). The ring holds the largest power of two
+//                            of 80-byte slots that fits: 16 MiB -> 131072 records.
+//   NCCLWATCH_HOST           host name to record (default gethostname): for tests and for
+//                            containers whose host names mean nothing
+//   NCCLWATCH_DRAIN_MS       drain period in ms (default 2)
+//   NCCLWATCH_TEST_DRAIN_HOLD=1  testing only: the drain thread writes nothing until exit, so a
+//                            tiny ring overflows deterministically
+// A bad value gets one `ncclwatch:` line on stderr and the default. Job and host are reduced to
+// [A-Za-z0-9._-] (others become '_') because they go into file and shared-memory names.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace ncclwatch::shim {
+
+struct Settings {
+  bool enabled = true;
+  std::string dir;   // absolute
+  std::string job;   // sanitized, < 64 chars
+  std::string host;  // sanitized, < 64 chars
+  double ring_mb = 16.0;
+  int drain_ms = 2;
+  bool test_drain_hold = false;
+};
+
+inline constexpr double kDefaultRingMb = 16.0;
+
+// getenv-like lookup, injectable for tests.
+using EnvLookup = const char* (*)(const char* name);
+
+Settings read_settings(EnvLookup env);
+// The process environment (std::getenv) as an EnvLookup.
+const char* process_env(const char* name);
+std::string sanitize_name(const std::string& text);
+
+}  // namespace ncclwatch::shim

@@ -1,0 +1,109 @@
+#include "record/trace_writer.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace ncclwatch::shim {
+namespace {
+
+bool write_all(int fd, const void* data, std::size_t size) {
+  const char* p = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool make_directories(const std::string& path) {
+  std::string partial;
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    partial = path.substr(0, pos);
+    if (partial.empty()) continue;
+    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) return false;
+  }
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+TraceWriter::~TraceWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path,
+                                               const format::ProcessInfo& process,
+                                               std::string* error) {
+  std::string dir = path.substr(0, path.rfind('/'));
+  if (!dir.empty() && !make_directories(dir)) {
+    *error = "cannot create directory " + dir + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    *error = "cannot create " + path + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  format::TraceHeader header{};
+  header.magic = format::kTraceMagic;
+  header.layout_version = format::kLayoutVersion;
+  header.header_size = sizeof header;
+  header.record_size = format::kRecordSize;
+  header.state = format::kTraceStateOpen;
+  header.process = process;
+  if (!write_all(fd, &header, sizeof header)) {
+    *error = "cannot write " + path + ": " + std::strerror(errno);
+    ::close(fd);
+    return nullptr;
+  }
+  std::unique_ptr<TraceWriter> w(new TraceWriter());
+  w->fd_ = fd;
+  w->path_ = path;
+  return w;
+}
+
+bool TraceWriter::append(const format::Record* records, uint64_t n) {
+  if (fd_ < 0) return false;
+  if (!write_all(fd_, records, n * sizeof(format::Record))) return false;
+  records_ += n;
+  return true;
+}
+
+bool TraceWriter::close(const format::ProcessInfo& process, uint64_t dropped,
+                        uint64_t cupti_dropped, uint32_t mode) {
+  if (fd_ < 0) return false;
+  format::TraceHeader header{};
+  header.magic = format::kTraceMagic;
+  header.layout_version = format::kLayoutVersion;
+  header.header_size = sizeof header;
+  header.record_size = format::kRecordSize;
+  header.state = format::kTraceStateClosed;
+  header.process = process;
+  header.records = records_;
+  header.dropped = dropped;
+  header.cupti_dropped = cupti_dropped;
+  header.mode = mode;
+  bool ok = ::pwrite(fd_, &header, sizeof header, 0) == static_cast<ssize_t>(sizeof header);
+  ::close(fd_);
+  fd_ = -1;
+  return ok;
+}
+
+void TraceWriter::abandon() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+}  // namespace ncclwatch::shim
