@@ -1,0 +1,72 @@
+// `ncclwatch topo LOG... [--json FILE]`: NCCL's view of rings, trees and transports from
+// NCCL_DEBUG=INFO logs (and NCCL_TOPO/GRAPH_DUMP_FILE XML) alone, e.g. of an old run.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "model/job_trace.h"
+#include "model/match_result.h"
+#include "model/report.h"
+#include "topology/topology_report.h"
+
+namespace {
+
+struct TopoArgs {
+  std::vector<std::string> inputs;
+  std::string json;
+};
+
+int run_topo(const TopoArgs& args) {
+  std::vector<std::string> logs;
+  for (const auto& in : args.inputs) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(in, ec)) {
+      auto found = ncclwatch::topology::find_logs(in);
+      if (found.empty())
+        std::fprintf(stderr, "ncclwatch: %s: no NCCL logs or dumps in this directory\n",
+                     in.c_str());
+      logs.insert(logs.end(), found.begin(), found.end());
+    } else if (std::filesystem::exists(in, ec)) {
+      logs.push_back(in);
+    } else {
+      std::fprintf(stderr, "ncclwatch: %s: no such file or directory\n", in.c_str());
+      return 2;
+    }
+  }
+  if (logs.empty()) return 2;
+  ncclwatch::model::Report report;
+  ncclwatch::topology::add_to_report(logs, ncclwatch::model::JobTrace{},
+                                     ncclwatch::model::MatchResult{}, report);
+  for (const auto& s : report.sections)
+    std::printf("== %s ==\n%s", s.title.c_str(), s.body.c_str());
+  if (!args.json.empty()) {
+    std::ofstream out(args.json);
+    out << report.json.dump(2) << '\n';
+    if (!out) {
+      std::fprintf(stderr, "ncclwatch: cannot write %s\n", args.json.c_str());
+      return 1;
+    }
+  }
+  // Exit status for scripts: 3 when a warning or worse was found, 2 for unusable input.
+  for (const auto& f : report.findings)
+    if (f.severity >= ncclwatch::model::Severity::kWarning) return 3;
+  return 0;
+}
+
+ncclwatch::tools::Command topo_command{
+    "topo", [](CLI::App& app, int& exit_code) {
+      auto args = std::make_shared<TopoArgs>();
+      CLI::App* sub = app.add_subcommand(
+          "topo", "Check NCCL's rings, trees and transports from NCCL_DEBUG=INFO logs");
+      sub->add_option("logs", args->inputs,
+                      "NCCL log files, topology/graph XML dumps, or directories holding them")
+          ->required();
+      sub->add_option("--json", args->json, "Also write the findings as JSON to FILE");
+      sub->callback([args, &exit_code] { exit_code = run_topo(*args); });
+    }};
+
+}  // namespace
