@@ -1,0 +1,284 @@
+// fake_rank: a scriptable NCCL-only rank for multi-process tests (run it under fake_launcher).
+//
+// Options (all optional):
+//   --steps N            training steps (default 3)
+//   --colls K            collectives per step on the world comm (default 2)
+//   --kinds a,b,...      collective kinds cycled within a step: allreduce broadcast bcast reduce
+//                        allgather reducescatter alltoall gather scatter (default allreduce)
+//   --count C            elements per collective (default 1024, float32)
+//   --group              issue each step's collectives inside one ncclGroupStart/End
+//   --split C            split the world comm by color rank % C; one allreduce per step on it
+//   --sendrecv           each step, a ring exchange (send to rank+1, recv from rank-1) in a group
+//   --sleep R:K:MS       rank R sleeps MS ms before its K-th collective (0-based, world comm)
+//   --exit R:K[:kill]    rank R exits with status 3 (or SIGKILLs itself) at the start of step K
+//   --desync R:K         rank R uses count+1 at step K
+//   --threads            a second thread runs the same steps on its own comm at the same time
+//   --fork K             at step K fork a child that makes its own 1-rank comm and allreduce
+//   --nonblocking        init the world comm with config.blocking = 0 and poll for completion
+//   --no-nccl            never call NCCL at all (the process must leave nothing behind)
+//   --probe              print ncclGetVersion, ncclGetUniqueId and ncclCommInitRank's results
+//                        (1 rank, for pass-through checks with the real libnccl)
+// Rank 0 writes the unique id to $FAKE_RDZV_DIR/<name>.uid; the others wait for it.
+#include <nccl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct Options {
+  int steps = 3, colls = 2, split = 0, fork_step = -1;
+  size_t count = 1024;
+  std::vector<std::string> kinds{"allreduce"};
+  bool group = false, sendrecv = false, threads = false, nonblocking = false, no_nccl = false,
+       probe = false;
+  int sleep_rank = -1, sleep_coll = -1, sleep_ms = 0;
+  int exit_rank = -1, exit_step = -1;
+  bool exit_kill = false;
+  int desync_rank = -1, desync_step = -1;
+};
+
+int g_rank = 0, g_world = 1;
+
+#define CHECK(call)                                                                  \
+  do {                                                                               \
+    ncclResult_t r_ = (call);                                                        \
+    if (r_ != ncclSuccess && r_ != ncclInProgress) {                                 \
+      std::fprintf(stderr, "fake_rank %d: %s failed: %d\n", g_rank, #call, (int)r_); \
+      std::exit(4);                                                                  \
+    }                                                                                \
+  } while (0)
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::atoi(v) : fallback;
+}
+
+std::vector<int> parse_ints(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  std::string part;
+  while (std::getline(ss, part, ':')) out.push_back(part == "kill" ? -1 : std::atoi(part.c_str()));
+  return out;
+}
+
+ncclUniqueId exchange_id(const std::string& name) {
+  ncclUniqueId id{};
+  const char* dir = std::getenv("FAKE_RDZV_DIR");
+  std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/" + name + ".uid";
+  if (g_rank == 0) {
+    CHECK(ncclGetUniqueId(&id));
+    std::string tmp = path + ".tmp";
+    std::ofstream(tmp, std::ios::binary).write(id.internal, sizeof id.internal);
+    std::rename(tmp.c_str(), path.c_str());
+    return id;
+  }
+  for (int i = 0; i < 60000; ++i) {
+    std::ifstream in(path, std::ios::binary);
+    if (in && in.read(id.internal, sizeof id.internal)) return id;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::fprintf(stderr, "fake_rank %d: no unique id at %s\n", g_rank, path.c_str());
+  std::exit(5);
+}
+
+void wait_ready(ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress) {
+    CHECK(ncclCommGetAsyncError(comm, &state));
+    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  if (state != ncclSuccess) {
+    std::fprintf(stderr, "fake_rank %d: async error %d\n", g_rank, (int)state);
+    std::exit(4);
+  }
+}
+
+void collective(const std::string& kind, size_t count, ncclComm_t comm, int step) {
+  static float send[1], recv[1];  // the fake never touches buffers
+  (void)step;
+  int root = 0;
+  if (kind == "allreduce")
+    CHECK(ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, comm, nullptr));
+  else if (kind == "broadcast")
+    CHECK(ncclBroadcast(send, recv, count, ncclFloat32, root, comm, nullptr));
+  else if (kind == "bcast")
+    CHECK(ncclBcast(recv, count, ncclFloat32, root, comm, nullptr));
+  else if (kind == "reduce")
+    CHECK(ncclReduce(send, recv, count, ncclFloat32, ncclMax, root, comm, nullptr));
+  else if (kind == "allgather")
+    CHECK(ncclAllGather(send, recv, count, ncclFloat32, comm, nullptr));
+  else if (kind == "reducescatter")
+    CHECK(ncclReduceScatter(send, recv, count, ncclFloat32, ncclSum, comm, nullptr));
+  else if (kind == "alltoall")
+    CHECK(ncclAlltoAll(send, recv, count, ncclFloat32, comm, nullptr));
+  else if (kind == "gather")
+    CHECK(ncclGather(send, recv, count, ncclFloat32, root, comm, nullptr));
+  else if (kind == "scatter")
+    CHECK(ncclScatter(send, recv, count, ncclFloat32, root, comm, nullptr));
+  else {
+    std::fprintf(stderr, "fake_rank: unknown kind %s\n", kind.c_str());
+    std::exit(2);
+  }
+}
+
+void run_steps(const Options& o, ncclComm_t world, ncclComm_t split, bool main_thread) {
+  int coll_index = 0;
+  static float buf[1];
+  for (int step = 0; step < o.steps; ++step) {
+    if (main_thread && g_rank == o.exit_rank && step == o.exit_step) {
+      std::fflush(nullptr);
+      if (o.exit_kill) raise(SIGKILL);
+      std::exit(3);
+    }
+    if (main_thread && step == o.fork_step) {
+      pid_t pid = fork();
+      if (pid == 0) {
+        ncclUniqueId id;
+        ncclComm_t solo;
+        CHECK(ncclGetUniqueId(&id));
+        CHECK(ncclCommInitRank(&solo, 1, id, 0));
+        CHECK(ncclAllReduce(buf, buf, 8, ncclFloat32, ncclSum, solo, nullptr));
+        CHECK(ncclCommDestroy(solo));
+        std::exit(0);
+      }
+      int status = 0;
+      waitpid(pid, &status, 0);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) std::exit(6);
+    }
+    size_t count = o.count;
+    if (g_rank == o.desync_rank && step == o.desync_step) count += 1;
+    if (o.group) CHECK(ncclGroupStart());
+    for (int k = 0; k < o.colls; ++k, ++coll_index) {
+      if (main_thread && g_rank == o.sleep_rank && coll_index == o.sleep_coll) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(o.sleep_ms));
+      }
+      collective(o.kinds[k % o.kinds.size()], count, world, step);
+    }
+    if (o.group) CHECK(ncclGroupEnd());
+    if (split != nullptr)
+      CHECK(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, split, nullptr));
+    if (o.sendrecv && g_world > 1) {
+      CHECK(ncclGroupStart());
+      CHECK(ncclSend(buf, count, ncclFloat32, (g_rank + 1) % g_world, world, nullptr));
+      CHECK(ncclRecv(buf, count, ncclFloat32, (g_rank + g_world - 1) % g_world, world, nullptr));
+      CHECK(ncclGroupEnd());
+    }
+    if (o.nonblocking) wait_ready(world);
+  }
+}
+
+int probe() {
+  int version = 0;
+  ncclResult_t rv = ncclGetVersion(&version);
+  ncclUniqueId id{};
+  ncclResult_t ru = ncclGetUniqueId(&id);
+  ncclComm_t comm = nullptr;
+  ncclResult_t ri = ncclCommInitRank(&comm, 1, id, 0);
+  std::printf("version_rc=%d version=%d uniqueid_rc=%d init_rc=%d\n", (int)rv, version, (int)ru,
+              (int)ri);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "fake_rank: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--steps")
+      o.steps = std::atoi(next().c_str());
+    else if (a == "--colls")
+      o.colls = std::atoi(next().c_str());
+    else if (a == "--count")
+      o.count = std::strtoull(next().c_str(), nullptr, 10);
+    else if (a == "--kinds") {
+      o.kinds.clear();
+      std::stringstream ss(next());
+      std::string k;
+      while (std::getline(ss, k, ',')) o.kinds.push_back(k);
+    } else if (a == "--group")
+      o.group = true;
+    else if (a == "--split")
+      o.split = std::atoi(next().c_str());
+    else if (a == "--sendrecv")
+      o.sendrecv = true;
+    else if (a == "--sleep") {
+      auto v = parse_ints(next());
+      if (v.size() == 3) o.sleep_rank = v[0], o.sleep_coll = v[1], o.sleep_ms = v[2];
+    } else if (a == "--exit") {
+      auto v = parse_ints(next());
+      if (v.size() >= 2) o.exit_rank = v[0], o.exit_step = v[1];
+      o.exit_kill = v.size() == 3 && v[2] == -1;
+    } else if (a == "--desync") {
+      auto v = parse_ints(next());
+      if (v.size() == 2) o.desync_rank = v[0], o.desync_step = v[1];
+    } else if (a == "--threads")
+      o.threads = true;
+    else if (a == "--fork")
+      o.fork_step = std::atoi(next().c_str());
+    else if (a == "--nonblocking")
+      o.nonblocking = true;
+    else if (a == "--no-nccl")
+      o.no_nccl = true;
+    else if (a == "--probe")
+      o.probe = true;
+    else {
+      std::fprintf(stderr, "fake_rank: unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (o.probe) return probe();
+  g_rank = env_int("RANK", 0);
+  g_world = env_int("WORLD_SIZE", 1);
+  if (o.no_nccl) {
+    std::printf("rank %d did no NCCL\n", g_rank);
+    return 0;
+  }
+
+  ncclUniqueId id = exchange_id("world");
+  ncclComm_t world = nullptr;
+  if (o.nonblocking) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    CHECK(ncclCommInitRankConfig(&world, g_world, id, g_rank, &config));
+    wait_ready(world);
+  } else {
+    CHECK(ncclCommInitRank(&world, g_world, id, g_rank));
+  }
+  ncclComm_t split = nullptr;
+  if (o.split > 0) CHECK(ncclCommSplit(world, g_rank % o.split, g_rank, &split, nullptr));
+
+  std::thread second;
+  ncclComm_t other = nullptr;
+  if (o.threads) {
+    ncclUniqueId id2 = exchange_id("thread2");
+    CHECK(ncclCommInitRank(&other, g_world, id2, g_rank));
+    second = std::thread([&] { run_steps(o, other, nullptr, false); });
+  }
+  run_steps(o, world, split, true);
+  if (second.joinable()) second.join();
+
+  if (other != nullptr) CHECK(ncclCommDestroy(other));
+  if (split != nullptr) CHECK(ncclCommDestroy(split));
+  CHECK(ncclCommFinalize(world));
+  CHECK(ncclCommDestroy(world));
+  return 0;
+}
