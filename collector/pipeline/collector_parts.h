@@ -1,0 +1,36 @@
+// The collector's own contribution to the report (internal to ncclwatch_pipeline).
+#pragma once
+
+#include <string>
+
+#include "model/clock_alignment.h"
+#include "model/job_trace.h"
+#include "model/match_result.h"
+#include "model/report.h"
+
+namespace ncclwatch::pipeline {
+
+// "0x%016x": how comm ids appear everywhere in text and JSON.
+std::string comm_hex(uint64_t id);
+
+// Findings: hangs (incomplete instances), desyncs, comm size disagreements, untraced members,
+// dropped records, cut-short traces, clock support.
+void add_collector_findings(const model::JobTrace& job, const model::MatchResult& match,
+                            const model::ClockAlignment& clock, model::Report& report);
+
+// Sections "Ranks", "Communicators", "Clocks" (first, in this order).
+void add_collector_sections(const model::JobTrace& job, const model::MatchResult& match,
+                            const model::ClockAlignment& clock, std::size_t max_rank_rows,
+                            model::Report& report);
+
+// Section "Input problems" (last).
+void add_input_problems_section(const model::JobTrace& job, model::Report& report);
+
+// JSON: schema_version, job, ranks[], comms[], incomplete[], desync[], clock, problems[], and
+// empty overlap[], stragglers[], topology.findings[] for the analyses to fill.
+void add_collector_json(const model::JobTrace& job, const model::MatchResult& match,
+                        const model::ClockAlignment& clock, model::Report& report);
+
+inline constexpr int kSchemaVersion = 1;
+
+}  // namespace ncclwatch::pipeline

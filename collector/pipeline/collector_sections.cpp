@@ -1,0 +1,137 @@
+// The collector's sections: the per-rank table (what each rank recorded, how it was timed, what
+// it lost), the communicators, the clock offsets, and, at the end, the input problems.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "match/func_name.h"
+#include "match/rank_list.h"
+#include "pipeline/collector_parts.h"
+
+namespace ncclwatch::pipeline {
+
+namespace {
+
+const char* timing_name(model::TimingSource t) {
+  switch (t) {
+    case model::TimingSource::kCupti:
+      return "cupti";
+    case model::TimingSource::kEvents:
+      return "cuda-events";
+    case model::TimingSource::kKineto:
+      return "kineto";
+    case model::TimingSource::kHostOnly:
+      break;
+  }
+  return "host-only";
+}
+
+struct RankCounts {
+  uint64_t colls = 0, p2p = 0, gpu = 0;
+};
+
+RankCounts count_calls(const model::RankTrace& r) {
+  RankCounts c;
+  for (const auto& call : r.calls) {
+    c.colls += format::is_collective(call.func);
+    c.p2p += format::is_p2p(call.func);
+    c.gpu += call.has_gpu();
+  }
+  return c;
+}
+
+std::string rank_row(const model::RankTrace& r) {
+  RankCounts c = count_calls(r);
+  std::string state = r.info.salvaged ? "salvaged" : (r.info.complete ? "" : "cut short");
+  return fmt::format("{:>5}  {:<16} {:>4} {:>8} {:>9} {:>9} {:>7}  {:<11} {:>9} {:>8}  {}\n",
+                     r.info.rank < 0 ? std::string("?") : std::to_string(r.info.rank),
+                     r.info.host.substr(0, 16), r.info.device, r.info.pid, r.calls.size(), c.colls,
+                     c.p2p, timing_name(r.info.timing), c.gpu,
+                     r.info.dropped + r.info.cupti_dropped, state);
+}
+
+std::string ranks_table(const model::JobTrace& job, std::size_t max_rows) {
+  std::string body =
+      fmt::format("{:>5}  {:<16} {:>4} {:>8} {:>9} {:>9} {:>7}  {:<11} {:>9} {:>8}\n", "rank",
+                  "host", "dev", "pid", "calls", "colls", "p2p", "timing", "gpu-timed", "dropped");
+  const std::size_t n = job.ranks.size();
+  if (n <= max_rows) {
+    for (const auto& r : job.ranks) body += rank_row(r);
+    return body;
+  }
+  // Thousands of ranks: the first and last few, and every rank with something to say.
+  std::size_t shown = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& info = job.ranks[i].info;
+    bool edge = i < 4 || i + 4 >= n;
+    bool notable = info.dropped + info.cupti_dropped > 0 || !info.complete || info.salvaged;
+    if (edge || (notable && shown < max_rows)) {
+      body += rank_row(job.ranks[i]);
+      ++shown;
+    }
+  }
+  body += fmt::format(
+      "  ... {} ranks in all ({} shown: the first, the last, and those that lost records); "
+      "every rank is in the JSON\n",
+      n, shown);
+  return body;
+}
+
+std::string comms_table(const model::MatchResult& match) {
+  std::string body = fmt::format("{:<18} {:>6}  {:<20} {:>10} {:>10} {:>7}\n", "comm", "nranks",
+                                 "ranks", "matched", "incomplete", "desync");
+  for (const auto& c : match.comms) {
+    std::string ranks = match::format_rank_list(c.ranks);
+    if (ranks.size() > 20) ranks = ranks.substr(0, 17) + "...";
+    body += fmt::format("{:<18} {:>6}  {:<20} {:>10} {:>10} {:>7}{}{}\n", comm_hex(c.id), c.nranks,
+                        ranks, c.instances, c.incomplete, c.desyncs,
+                        c.size_disagreement ? "  size disagreement" : "",
+                        c.untraced > 0 ? fmt::format("  {} untraced", c.untraced) : "");
+  }
+  return body;
+}
+
+std::string clock_table(const model::ClockAlignment& clock) {
+  std::string body = fmt::format("{:<24} {:>14} {:>12} {:>9}  {}\n", "host", "offset_us",
+                                 "residual_us", "samples", "method");
+  for (const auto& h : clock.hosts) {
+    body += fmt::format("{:<24} {:>14.1f} {:>12.1f} {:>9}  {}\n", h.host.substr(0, 24),
+                        static_cast<double>(h.offset_ns) / 1000.0,
+                        static_cast<double>(h.residual_ns) / 1000.0, h.samples, h.method);
+  }
+  return body;
+}
+
+std::string incomplete_table(const model::MatchResult& match) {
+  std::string body;
+  for (const auto& run : match.incomplete) {
+    std::string seqs = run.count == 1 ? fmt::format("#{}", run.seq)
+                                      : fmt::format("#{}-#{}", run.seq, run.seq_last);
+    body +=
+        fmt::format("{} {:<14} {:<16} missing {:<12} present {}\n", comm_hex(run.comm_id),
+                    match::func_name(run.func), seqs, match::format_rank_list(run.missing_ranks),
+                    match::format_rank_list(run.present_ranks));
+  }
+  return body;
+}
+
+}  // namespace
+
+void add_collector_sections(const model::JobTrace& job, const model::MatchResult& match,
+                            const model::ClockAlignment& clock, std::size_t max_rank_rows,
+                            model::Report& report) {
+  report.sections.push_back({"Ranks", ranks_table(job, max_rank_rows)});
+  report.sections.push_back({"Communicators", comms_table(match)});
+  if (!match.incomplete.empty())
+    report.sections.push_back({"Incomplete instances", incomplete_table(match)});
+  if (clock.hosts.size() > 1) report.sections.push_back({"Clocks", clock_table(clock)});
+}
+
+void add_input_problems_section(const model::JobTrace& job, model::Report& report) {
+  if (job.problems.empty()) return;
+  std::string body;
+  for (const auto& p : job.problems) body += fmt::format("{}: {}\n", p.source, p.message);
+  report.sections.push_back({"Input problems", body});
+}
+
+}  // namespace ncclwatch::pipeline

@@ -1,0 +1,49 @@
+#include "report/json_renderer.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+
+namespace ncclwatch::report {
+
+namespace {
+const char* severity_name(model::Severity s) {
+  switch (s) {
+    case model::Severity::kCritical:
+      return "critical";
+    case model::Severity::kWarning:
+      return "warning";
+    case model::Severity::kInfo:
+      break;
+  }
+  return "info";
+}
+}  // namespace
+
+nlohmann::json render_json(const model::Report& report) {
+  nlohmann::json j = report.json;
+  nlohmann::json findings = nlohmann::json::array();
+  for (const auto& f : report.findings) {
+    findings.push_back(
+        {{"severity", severity_name(f.severity)}, {"source", f.source}, {"text", f.text}});
+  }
+  j["findings"] = findings;
+  return j;
+}
+
+bool write_json(const model::Report& report, const std::string& path, std::string& error) {
+  std::ofstream out(path, std::ios::trunc);
+  if (!out) {
+    error = "cannot write " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  // Invalid UTF-8 in host names or kernel names must not make the whole report unwritable.
+  out << render_json(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  if (!out.flush()) {
+    error = "cannot write " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace ncclwatch::report

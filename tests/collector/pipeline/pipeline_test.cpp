@@ -1,0 +1,138 @@
+#include "pipeline/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include "report/text_renderer.h"
+#include "synthetic_job.h"
+
+namespace ncclwatch::pipeline {
+namespace {
+
+using format::Func;
+using testing::JobBuilder;
+constexpr uint64_t kComm = 0x00000000deadbeef;
+const std::vector<int> kEight = {0, 1, 2, 3, 4, 5, 6, 7};
+
+PipelineOptions quiet() {
+  PipelineOptions o;
+  o.analyses = false;  // these tests check the collector's own part of the report
+  return o;
+}
+
+bool has_finding(const model::Report& r, model::Severity s, const std::string& text) {
+  for (const auto& f : r.findings) {
+    if (f.severity == s && f.text.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(Pipeline, HangSignatureIsTheFirstCriticalLine) {
+  JobBuilder b(8);
+  b.comm(kComm, kEight);
+  b.all_reduces(kComm, kEight, 0, 4812, 0, 1000);
+  for (int r : kEight) {
+    if (r != 5) b.call(r, kComm, 4812, Func::kAllReduce, 1024, 6'000'000, 0);
+  }
+  PipelineResult res = run_pipeline(b.job, quiet());
+  EXPECT_TRUE(has_finding(res.report, model::Severity::kCritical,
+                          "rank 5 never entered all_reduce #4812 on comm 0x00000000deadbeef; ranks "
+                          "0-4,6-7 waited there"))
+      << report::render_text(res.report);
+  const auto& inc = res.report.json["incomplete"];
+  ASSERT_EQ(inc.size(), 1u);
+  EXPECT_EQ(inc[0]["comm"], "0x00000000deadbeef");
+  EXPECT_EQ(inc[0]["seq"], 4812);
+  EXPECT_EQ(inc[0]["op"], "all_reduce");
+  EXPECT_EQ(inc[0]["missing_ranks"], nlohmann::json::array({5}));
+  std::string text = report::render_text(res.report);
+  EXPECT_EQ(text.rfind("CRITICAL [collector] rank 5 never entered", 0), 0u) << text;
+}
+
+TEST(Pipeline, DroppedRecordsAreNamedNextToTheMissingRank) {
+  JobBuilder b(4);
+  b.comm(kComm, {0, 1, 2, 3});
+  b.all_reduces(kComm, {0, 1, 2, 3}, 0, 5, 0, 1000);
+  b.all_reduces(kComm, {0, 1, 3}, 5, 5, 10'000, 1000);
+  b.all_reduces(kComm, {0, 1, 2, 3}, 10, 5, 20'000, 1000);
+  b.job.ranks[2].info.dropped = 42;
+  PipelineResult res = run_pipeline(b.job, quiet());
+  EXPECT_TRUE(has_finding(
+      res.report, model::Severity::kWarning,
+      "rank 2 left no record of all_reduce #5-#9 (5 instances) on comm 0x00000000deadbeef"))
+      << report::render_text(res.report);
+  EXPECT_TRUE(has_finding(res.report, model::Severity::kWarning, "it dropped 42 records"));
+  EXPECT_TRUE(
+      has_finding(res.report, model::Severity::kWarning, "rank 2 dropped 42 records (ring full)"));
+}
+
+TEST(Pipeline, DesyncAndSizeDisagreement) {
+  JobBuilder b(4);
+  b.comm(kComm, {0, 1, 2, 3});
+  b.job.ranks[3].comms[0].nranks = 5;
+  for (int r = 0; r < 4; ++r) b.call(r, kComm, 0, Func::kAllReduce, r == 1 ? 10 : 20, 0, 100);
+  PipelineResult res = run_pipeline(b.job, quiet());
+  EXPECT_TRUE(
+      has_finding(res.report, model::Severity::kCritical,
+                  "desync on comm 0x00000000deadbeef #0: rank 1 issued count 10 vs 20 (majority)"));
+  EXPECT_TRUE(has_finding(
+      res.report, model::Severity::kCritical,
+      "members of comm 0x00000000deadbeef disagree on its size: ranks 0-2 says 4, rank 3 says 5"));
+  const auto& d = res.report.json["desync"];
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0]["ranks"], nlohmann::json::array({1}));
+  EXPECT_EQ(d[0]["what"], "count 10 vs 20 (majority)");
+  EXPECT_EQ(res.report.json["comms"][0]["size_disagreement"], true);
+}
+
+TEST(Pipeline, CleanJobSaysSoAndFillsEveryKey) {
+  JobBuilder b(4, 2);
+  b.comm(kComm, {0, 1, 2, 3});
+  b.all_reduces(kComm, {0, 1, 2, 3}, 0, 50, 0, 100'000);
+  b.shift_clock(1, 5000);
+  b.shift_clock(3, 5000);
+  b.job.problems.push_back({"/x/rank9.trace", "bad magic"});
+  PipelineResult res = run_pipeline(b.job, quiet());
+  EXPECT_TRUE(
+      has_finding(res.report, model::Severity::kInfo, "all 50 instances matched on every rank"));
+  const auto& j = res.report.json;
+  EXPECT_EQ(j["schema_version"], 1);
+  for (const char* key :
+       {"ranks", "comms", "incomplete", "desync", "clock", "overlap", "stragglers", "problems"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_TRUE(j["topology"]["findings"].is_array());
+  ASSERT_EQ(j["ranks"].size(), 4u);
+  EXPECT_EQ(j["ranks"][1]["host"], "node1");
+  EXPECT_EQ(j["ranks"][1]["calls"], 50);
+  EXPECT_EQ(j["ranks"][1]["pid"], 1001);
+  EXPECT_EQ(j["comms"][0]["id"], "0x00000000deadbeef");
+  EXPECT_EQ(j["comms"][0]["ranks"], nlohmann::json::array({0, 1, 2, 3}));
+  ASSERT_EQ(j["clock"]["offsets"].size(), 2u);
+  EXPECT_NEAR(j["clock"]["offsets"][1]["offset_us"].get<double>(), -5.0, 0.01);
+  EXPECT_EQ(j["problems"][0]["message"], "bad magic");
+  std::string text = report::render_text(res.report);
+  EXPECT_NE(text.find("== Ranks"), std::string::npos);
+  EXPECT_NE(text.find("== Input problems\n/x/rank9.trace: bad magic"), std::string::npos);
+  EXPECT_LT(text.find("== Ranks"), text.find("== Input problems"));
+}
+
+TEST(Pipeline, ManyRanksTableIsSummarised) {
+  JobBuilder b(300);
+  b.job.ranks[150].info.dropped = 3;
+  PipelineResult res = run_pipeline(b.job, quiet());
+  const std::string& body = res.report.sections[0].body;
+  EXPECT_NE(body.find("300 ranks in all (9 shown"), std::string::npos) << body;
+  EXPECT_EQ(res.report.json["ranks"].size(), 300u);
+}
+
+TEST(Pipeline, ProgressReportsStages) {
+  JobBuilder b(2);
+  std::vector<std::string> stages;
+  PipelineOptions o = quiet();
+  o.progress = [&](const char* s) { stages.push_back(s); };
+  run_pipeline(b.job, o);
+  EXPECT_NE(std::find(stages.begin(), stages.end(), "matching"), stages.end());
+}
+
+}  // namespace
+}  // namespace ncclwatch::pipeline
