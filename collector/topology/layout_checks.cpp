@@ -107,7 +107,7 @@ void check_rings(const LogSet& logs, const std::vector<CommContext>& comms,
 void check_agreement(const LogSet& logs, const std::vector<CommContext>& comms,
                      std::vector<TopoFinding>& out) {
   for (const CommContext& c : comms) {
-    if (c.group == nullptr || c.group->members.size() < 2) continue;
+    if (c.group == nullptr || c.nranks <= 0 || c.group->members.size() < 2) continue;
     // Each property: value -> ranks reporting it.
     struct Property {
       const char* what;
@@ -177,7 +177,7 @@ void check_node_count(const LogSet& logs, const std::vector<CommContext>& comms,
   std::set<std::string> all_hosts;
   std::vector<const CommContext*> single_host;
   for (const CommContext& c : comms) {
-    if (c.group == nullptr) continue;
+    if (c.group == nullptr || c.nranks <= 0) continue;
     std::set<std::string> hosts;
     for (const auto& [r, h] : c.host_of) hosts.insert(h);
     all_hosts.insert(hosts.begin(), hosts.end());

@@ -207,9 +207,12 @@ std::vector<CommGroup> group_comms(const LogSet& set) {
   std::map<std::pair<std::string, int>, std::string> claimed;  // (key, rank) -> host:pid
   for (std::size_t i = 0; i < set.ranks.size(); ++i) {
     const RankView& r = set.ranks[i];
-    if (r.rank < 0 || r.nranks <= 0) continue;  // no comm line: nothing to tie it to
     std::string key = r.comm_id;
-    if (key.empty()) {
+    if (r.rank < 0 || r.nranks <= 0) {
+      // No comm line (cut-out excerpts, 2.4 logs): its transports still tell something.
+      if (r.transports.empty()) continue;
+      key = "(no comm line)";
+    } else if (key.empty()) {
       key = "nranks " + std::to_string(r.nranks) + " #" + std::to_string(r.ordinal);
       std::string who = r.host + ":" + std::to_string(r.pid);
       auto [it, fresh] = claimed.emplace(std::make_pair(key, r.rank), who);
@@ -217,7 +220,7 @@ std::vector<CommGroup> group_comms(const LogSet& set) {
         key += " @" + r.host;
     }
     auto [it, fresh] = by_key.emplace(key, groups.size());
-    if (fresh) groups.push_back(CommGroup{key, r.nranks, {}});
+    if (fresh) groups.push_back(CommGroup{key, r.rank < 0 ? -1 : r.nranks, {}});
     groups[it->second].members.push_back(i);
   }
   return groups;

@@ -39,7 +39,8 @@ void check_transports(const LogSet& logs, const std::vector<CommContext>& comms,
       for (const Transport& t : r.transports) {
         int same = trusted ? same_node(c, t.from, t.to) : -1;
         Seen* s = nullptr;
-        if (t.via == Via::kShm && same == 1)
+        // NCCL uses SHM only between ranks it places on one node: no host names needed.
+        if (t.via == Via::kShm)
           s = &shm;
         else if (t.via == Via::kNet && same == 1)
           s = &net_local;
