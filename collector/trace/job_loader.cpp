@@ -1,0 +1,209 @@
+#include "trace/job_loader.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <system_error>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "trace/parallel_for.h"
+#include "trace/rank_loader.h"
+#include "trace/trace_file_reader.h"
+#include "trace/trace_header_check.h"
+
+namespace ncclwatch::trace {
+namespace fs = std::filesystem;
+namespace {
+
+unsigned thread_count(const JobLoadOptions& options) {
+  if (options.threads != 0) return options.threads;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// What the header scan learned about one directory entry.
+struct Scanned {
+  std::optional<TraceFileEntry> entry;
+  std::optional<model::InputProblem> problem;
+};
+
+Scanned scan_one(const std::string& path) {
+  Scanned s;
+  TraceFileReader reader(1);
+  if (!reader.open(path)) {
+    const std::string message = reader.foreign() ? "skipped (foreign file): " + reader.error()
+                                                 : "unreadable: " + reader.error();
+    s.problem = model::InputProblem{path, message};
+    return s;
+  }
+  TraceFileEntry e;
+  e.path = path;
+  e.header = reader.header();
+  e.job = bounded_string(e.header.process.job, sizeof e.header.process.job);
+  e.records = reader.record_count();
+  s.entry = std::move(e);
+  return s;
+}
+
+std::string rank_list(const std::vector<int32_t>& ranks) {
+  // "1, 4-6, 9": runs of consecutive ranks folded.
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += j == i ? fmt::format("{}", ranks[i]) : fmt::format("{}-{}", ranks[i], ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// Duplicate global ranks and ranks of the world that have no file.
+void check_ranks(const std::string& dir, const std::vector<model::RankTrace>& ranks,
+                 std::vector<model::InputProblem>& problems) {
+  std::map<int32_t, std::vector<const model::RankTrace*>> by_rank;
+  int32_t world = -1;
+  bool world_agrees = true;
+  for (const auto& r : ranks) {
+    if (r.info.rank >= 0) by_rank[r.info.rank].push_back(&r);
+    if (r.info.world_size > 0) {
+      if (world > 0 && world != r.info.world_size) world_agrees = false;
+      world = std::max(world, r.info.world_size);
+    }
+  }
+  for (const auto& [rank, owners] : by_rank) {
+    if (owners.size() < 2) continue;
+    std::string files;
+    for (const auto* o : owners) files += (files.empty() ? "" : ", ") + o->info.source;
+    problems.push_back({dir, fmt::format("rank {} claimed by {} files (all kept): {}", rank,
+                                         owners.size(), files)});
+  }
+  if (!world_agrees) problems.push_back({dir, "ranks disagree on the world size"});
+  if (world > 0) {
+    std::vector<int32_t> missing;
+    for (int32_t r = 0; r < world && missing.size() < 100000; ++r) {
+      if (!by_rank.contains(r)) missing.push_back(r);
+    }
+    if (!missing.empty()) {
+      problems.push_back({dir, fmt::format("world size {}, no trace file for rank(s) {}", world,
+                                           rank_list(missing))});
+    }
+  }
+}
+
+}  // namespace
+
+JobIndex index_job(const std::string& dir, const JobLoadOptions& options) {
+  JobIndex index;
+  std::vector<std::string> paths;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) {
+    index.problems.push_back({dir, "cannot read directory: " + ec.message()});
+    return index;
+  }
+  for (const auto& entry : it) {
+    std::error_code type_ec;
+    if (entry.is_regular_file(type_ec)) paths.push_back(entry.path().string());
+  }
+  std::sort(paths.begin(), paths.end());
+
+  std::vector<Scanned> scanned(paths.size());
+  parallel_for(
+      paths.size(), thread_count(options), [&](std::size_t i) { scanned[i] = scan_one(paths[i]); },
+      [] {}, std::chrono::milliseconds(250));
+
+  std::map<std::string, std::vector<TraceFileEntry>> by_job;
+  for (auto& s : scanned) {
+    if (s.problem) index.problems.push_back(std::move(*s.problem));
+    if (s.entry) by_job[s.entry->job].push_back(std::move(*s.entry));
+  }
+  if (by_job.empty()) {
+    index.problems.push_back({dir, "no ncclwatch trace files"});
+    return index;
+  }
+
+  std::string chosen = options.job;
+  if (chosen.empty()) {
+    std::size_t most = 0;
+    for (const auto& [job, files] : by_job) {  // ties go to the first job id in order
+      if (files.size() > most) {
+        most = files.size();
+        chosen = job;
+      }
+    }
+  }
+  const auto describe = [&](const std::string& skip) {
+    std::string out;
+    for (const auto& [job, files] : by_job) {
+      if (job == skip) continue;
+      out += fmt::format("{}'{}' ({} files)", out.empty() ? "" : ", ", job, files.size());
+    }
+    return out;
+  };
+  const auto found = by_job.find(chosen);
+  if (found == by_job.end()) {
+    index.problems.push_back(
+        {dir, fmt::format("no trace file of job '{}' (jobs here: {})", chosen, describe(""))});
+    return index;
+  }
+  if (by_job.size() > 1) {
+    const std::string why = options.job.empty() ? "the one with the most ranks" : "as asked";
+    index.problems.push_back(
+        {dir, fmt::format("directory holds {} jobs; loaded '{}' ({} files, {}); also here: {} -- "
+                          "select one with --job ID",
+                          by_job.size(), chosen, found->second.size(), why, describe(chosen))});
+  }
+  index.job = chosen;
+  index.files = std::move(found->second);
+  return index;
+}
+
+model::JobTrace load_job(const std::string& dir, const JobLoadOptions& options) {
+  model::JobTrace job;
+  JobIndex index = index_job(dir, options);
+  job.job = index.job;
+  job.problems = std::move(index.problems);
+
+  const std::size_t n = index.files.size();
+  JobLoadProgress progress;
+  progress.files_total = n;
+  for (const auto& f : index.files) progress.records_total += f.records;
+
+  std::vector<model::RankTrace> ranks(n);
+  std::vector<std::vector<model::InputProblem>> problems(n);
+  std::atomic<std::size_t> done{0};
+  const auto start = std::chrono::steady_clock::now();
+  parallel_for(
+      n, thread_count(options),
+      [&](std::size_t i) {
+        ranks[i] = load_rank(index.files[i].path, problems[i]);
+        done.fetch_add(1, std::memory_order_relaxed);
+      },
+      [&] {
+        const auto elapsed = std::chrono::steady_clock::now() - start;
+        if (!options.progress || elapsed < options.progress_after) return;
+        progress.files_done = done.load(std::memory_order_relaxed);
+        progress.elapsed_s = std::chrono::duration<double>(elapsed).count();
+        options.progress(progress);
+      },
+      options.progress_every);
+
+  for (auto& p : problems) {
+    for (auto& line : p) job.problems.push_back(std::move(line));
+  }
+  // Sorted by global rank, unknown ranks last, ties by file name (stable order).
+  std::sort(ranks.begin(), ranks.end(), [](const model::RankTrace& a, const model::RankTrace& b) {
+    const int32_t ra = a.info.rank < 0 ? INT32_MAX : a.info.rank;
+    const int32_t rb = b.info.rank < 0 ? INT32_MAX : b.info.rank;
+    if (ra != rb) return ra < rb;
+    return a.info.source < b.info.source;
+  });
+  check_ranks(dir, ranks, job.problems);
+  job.ranks = std::move(ranks);
+  return job;
+}
+
+}  // namespace ncclwatch::trace

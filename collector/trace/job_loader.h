@@ -1,0 +1,57 @@
+// All trace files of one job in a directory -> model::JobTrace. Files are loaded in parallel
+// (one thread per core); every problem with the input becomes one InputProblem line:
+// foreign files, unreadable or truncated files, ranks with no records, two files claiming one
+// rank (both kept), ranks missing from the world, and a directory holding several jobs (one is
+// chosen and the line says how to select another).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/job_trace.h"
+#include "ncclwatch/format.h"
+
+namespace ncclwatch::trace {
+
+struct JobLoadProgress {
+  std::size_t files_done = 0;
+  std::size_t files_total = 0;
+  uint64_t records_total = 0;  // records in all files of the job (from the file sizes)
+  double elapsed_s = 0;
+};
+
+struct JobLoadOptions {
+  std::string job;       // the job to load; empty: the job with the most ranks
+  unsigned threads = 0;  // 0: std::thread::hardware_concurrency()
+  // Called on the calling thread about every progress_every once the load has taken longer
+  // than progress_after (the CLI prints it to stderr).
+  std::function<void(const JobLoadProgress&)> progress;
+  std::chrono::milliseconds progress_after{1000};
+  std::chrono::milliseconds progress_every{250};
+};
+
+// A trace file found in the directory, by its header.
+struct TraceFileEntry {
+  std::string path;
+  format::TraceHeader header{};
+  std::string job;
+  uint64_t records = 0;  // whole records in the file
+};
+
+// The trace files of one job, chosen as load_job would, without loading them (callers that
+// stream rank by rank use this plus load_rank).
+struct JobIndex {
+  std::string job;
+  std::vector<TraceFileEntry> files;  // sorted by path
+  std::vector<model::InputProblem> problems;
+};
+
+JobIndex index_job(const std::string& dir, const JobLoadOptions& options = {});
+
+// Loads every rank of the chosen job. ranks are sorted by global rank, unknown ranks last.
+model::JobTrace load_job(const std::string& dir, const JobLoadOptions& options = {});
+
+}  // namespace ncclwatch::trace

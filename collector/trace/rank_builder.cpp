@@ -1,0 +1,251 @@
+#include "trace/rank_builder.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "trace/record_check.h"
+#include "trace/record_names.h"
+#include "trace/trace_header_check.h"
+
+namespace ncclwatch::trace {
+
+using format::RecordKind;
+
+void KindCounts::add(std::span<const format::Record> records) {
+  constexpr auto kLast = static_cast<uint8_t>(RecordKind::kCount);
+  for (const auto& r : records) {
+    const auto k = static_cast<uint8_t>(r.prefix.kind);
+    ++by_kind[k < kLast ? k : kLast];
+  }
+}
+
+RankBuilder::RankBuilder(const format::TraceHeader& header, std::string source) : header_(header) {
+  auto& info = trace_.info;
+  const auto& p = header.process;
+  info.source = std::move(source);
+  info.job = bounded_string(p.job, sizeof p.job);
+  info.host = bounded_string(p.host, sizeof p.host);
+  info.pid = p.pid;
+  // Identity fields that fail the plausibility check of the header stay unknown.
+  const bool plausible = p.rank >= -1 && p.world_size >= -1 && p.world_size != 0 &&
+                         !(p.rank >= 0 && p.world_size > 0 && p.rank >= p.world_size);
+  if (plausible) {
+    info.rank = p.rank;
+    info.world_size = p.world_size;
+  }
+  info.local_rank = std::max(p.local_rank, -1);
+  info.device = std::max(p.device, -1);
+  info.dropped = header.dropped;
+  info.cupti_dropped = header.cupti_dropped;
+  info.salvaged = header.state == format::kTraceStateSalvaged;
+  info.complete = header.state == format::kTraceStateClosed || info.salvaged;
+  if (p.start_monotonic_ns > 0 && p.start_realtime_ns > 0)
+    info.wall_offset_ns = p.start_realtime_ns - p.start_monotonic_ns;
+}
+
+void RankBuilder::reserve(const KindCounts& c) {
+  trace_.calls.reserve(c[RecordKind::kCall]);
+  trace_.kernels.reserve(c[RecordKind::kKernel]);
+  trace_.launches.reserve(c[RecordKind::kLaunch]);
+  trace_.ranges.reserve(c[RecordKind::kNvtx]);
+  trace_.links.reserve(c[RecordKind::kKernelLink]);
+  trace_.coll_gpu.reserve(c[RecordKind::kCollGpu]);
+}
+
+void RankBuilder::add(std::span<const format::Record> records) {
+  for (const auto& r : records) {
+    if (const char* problem = record_problem(r)) {
+      note_skipped(problem);
+    } else {
+      add_one(r);
+    }
+    ++index_;
+  }
+}
+
+void RankBuilder::note_skipped(const char* reason) {
+  ++trace_.info.skipped;
+  for (auto& s : skipped_) {
+    if (s.reason == reason) {
+      ++s.count;
+      return;
+    }
+  }
+  skipped_.push_back({reason, 1, index_});
+}
+
+void RankBuilder::add_one(const format::Record& r) {
+  auto& info = trace_.info;
+  switch (r.prefix.kind) {
+    case RecordKind::kCall: {
+      const auto& c = r.call;
+      model::CallEvent e;
+      e.enter_ns = c.t_enter_ns;
+      e.exit_ns = c.t_exit_ns;
+      e.comm_id = c.comm_id;
+      e.func = static_cast<format::Func>(c.prefix.u8a);
+      const auto lane = e.func == format::Func::kSend   ? SeqUnwrapper::Lane::kSend
+                        : e.func == format::Func::kRecv ? SeqUnwrapper::Lane::kRecv
+                                                        : SeqUnwrapper::Lane::kCollective;
+      e.seq = seqs_.unwrap(c.comm_id, lane, lane == SeqUnwrapper::Lane::kCollective ? -1 : c.peer,
+                           c.seq);
+      e.count = c.count;
+      e.bytes = format::call_bytes(c);
+      e.stream = c.stream;
+      e.peer = c.peer;
+      e.tid = c.prefix.tid;
+      e.group_id = c.group_id;
+      e.datatype = c.datatype;
+      e.redop = c.redop;
+      e.result = static_cast<int8_t>(c.prefix.u8b);
+      e.flags = c.prefix.flags;
+      trace_.calls.push_back(e);
+      break;
+    }
+    case RecordKind::kComm: {
+      const auto& c = r.comm;
+      if (c.prefix.u8b != 0 || c.comm_id == 0) break;  // failed init / NOCOLOR: no comm
+      if (comm_index_.contains(c.comm_id)) break;      // re-announced: the first one stands
+      comm_index_.emplace(c.comm_id, trace_.comms.size());
+      model::CommInfo ci;
+      ci.id = c.comm_id;
+      ci.parent = c.parent_id;
+      ci.handle = c.handle;
+      ci.nranks = c.nranks;
+      ci.rank = c.rank;
+      ci.device = c.device;
+      ci.created_by = static_cast<format::Func>(c.prefix.u8a);
+      ci.created_ns = c.t_enter_ns;
+      trace_.comms.push_back(std::move(ci));
+      break;
+    }
+    case RecordKind::kIdentity: {
+      // Later identity records refine earlier ones; unknown (-1) never erases a known value.
+      const auto& id = r.identity;
+      if (id.rank >= 0) info.rank = id.rank;
+      if (id.world_size > 0) info.world_size = id.world_size;
+      if (id.local_rank >= 0) info.local_rank = id.local_rank;
+      if (id.device >= 0) info.device = id.device;
+      const std::string bus = bounded_string(id.pci_bus_id, sizeof id.pci_bus_id);
+      if (!bus.empty()) info.pci_bus_id = bus;
+      break;
+    }
+    case RecordKind::kClock: {
+      // The anchor read in the narrowest window is the most precise; ties go to the latest.
+      if (!have_clock_ || r.prefix.tid <= best_clock_window_) {
+        best_clock_window_ = r.prefix.tid;
+        have_clock_ = true;
+        info.wall_offset_ns = r.clock.realtime_ns - r.clock.monotonic_ns;
+      }
+      break;
+    }
+    case RecordKind::kKernel: {
+      const auto& k = r.kernel;
+      model::KernelEvent e;
+      e.start_ns = k.start_ns;
+      e.end_ns = k.end_ns;
+      e.stream = k.prefix.tid;
+      e.name = k.name_id;  // a string id until finish() maps it to a names index
+      e.correlation = k.correlation;
+      e.bytes = k.bytes;
+      e.device = k.prefix.u8b;
+      e.kind = static_cast<format::ActivityKind>(k.prefix.u8a);
+      e.nccl = (k.prefix.flags & format::kKernelIsNccl) != 0;
+      trace_.kernels.push_back(e);
+      break;
+    }
+    case RecordKind::kString:
+      strings_.add(r.string);
+      break;
+    case RecordKind::kKernelLink:
+      trace_.links.push_back(r.link);
+      break;
+    case RecordKind::kCollGpu:
+      trace_.coll_gpu.push_back(r.coll_gpu);
+      break;
+    case RecordKind::kLaunch: {
+      const auto& l = r.launch;
+      trace_.launches.push_back({l.t_enter_ns, l.t_exit_ns, l.stream, l.correlation, l.prefix.tid});
+      break;
+    }
+    case RecordKind::kNvtx: {
+      const auto& n = r.nvtx;
+      trace_.ranges.push_back({n.start_ns, n.end_ns, n.name_id, n.prefix.tid});
+      break;
+    }
+    case RecordKind::kGroup:     // group membership is on every call (group_id)
+    case RecordKind::kCommEnd:   // not part of the model yet
+    case RecordKind::kUniqueId:  // joins NCCL logs; not part of the model yet
+    case RecordKind::kInvalid:
+    case RecordKind::kCount:
+      break;
+  }
+}
+
+model::RankTrace RankBuilder::finish(std::vector<model::InputProblem>& problems) {
+  auto& info = trace_.info;
+  info.records = index_;
+  const auto say = [&](std::string message) {
+    problems.push_back({info.source, std::move(message)});
+  };
+
+  if (!skipped_.empty()) {
+    std::string line = fmt::format("skipped {} invalid record(s):", info.skipped);
+    for (std::size_t i = 0; i < skipped_.size(); ++i) {
+      line += fmt::format("{} {} x {} (first at record #{})", i ? ";" : "", skipped_[i].count,
+                          skipped_[i].reason, skipped_[i].first_index);
+    }
+    say(std::move(line));
+  }
+
+  // Names: map string ids to indices into names (names[0] stays "").
+  strings_.finish();
+  std::unordered_map<uint32_t, uint32_t> name_index;
+  const auto intern = [&](uint32_t string_id) -> uint32_t {
+    if (string_id == 0) return 0;
+    auto [it, inserted] = name_index.try_emplace(string_id, 0);
+    if (inserted) {
+      const std::string* text = strings_.text(string_id);
+      trace_.names.push_back(text ? *text : fmt::format("<name #{} missing>", string_id));
+      it->second = static_cast<uint32_t>(trace_.names.size() - 1);
+    }
+    return it->second;
+  };
+  for (auto& k : trace_.kernels) k.name = intern(k.name);
+  for (auto& rg : trace_.ranges) rg.name = intern(rg.name);
+  if (strings_.incomplete() != 0)
+    say(fmt::format("{} name(s) incomplete (string chunks missing)", strings_.incomplete()));
+
+  // Sorted vectors. Ring order is nearly time order, so usually nothing moves.
+  const auto sort_by = [](auto& v, auto key) {
+    const auto less = [&](const auto& a, const auto& b) { return key(a) < key(b); };
+    if (!std::is_sorted(v.begin(), v.end(), less)) std::sort(v.begin(), v.end(), less);
+  };
+  sort_by(trace_.calls, [](const model::CallEvent& c) { return std::pair(c.enter_ns, c.seq); });
+  sort_by(trace_.kernels,
+          [](const model::KernelEvent& k) { return std::pair(k.start_ns, k.end_ns); });
+  sort_by(trace_.launches, [](const model::LaunchEvent& l) { return l.enter_ns; });
+  sort_by(trace_.ranges,
+          [](const model::RangeEvent& r) { return std::pair(r.start_ns, r.end_ns); });
+  std::sort(trace_.comms.begin(), trace_.comms.end(),
+            [](const model::CommInfo& a, const model::CommInfo& b) {
+              return a.created_ns < b.created_ns;
+            });
+
+  if (!trace_.kernels.empty()) {
+    info.timing = model::TimingSource::kCupti;
+  } else if (!trace_.coll_gpu.empty()) {
+    info.timing = model::TimingSource::kEvents;
+  } else {
+    info.timing = model::TimingSource::kHostOnly;
+    if (header_.mode == 1 && !trace_.calls.empty())
+      say("timing mode says full (CUPTI) but the trace holds no kernel records: host times only");
+    if (header_.mode == 2 && !trace_.calls.empty())
+      say("timing mode says lite (CUDA events) but the trace holds no GPU intervals: host times "
+          "only");
+  }
+  return std::move(trace_);
+}
+
+}  // namespace ncclwatch::trace

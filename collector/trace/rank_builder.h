@@ -1,0 +1,58 @@
+// Converts a stream of records of one process into a model::RankTrace: unwraps sequence
+// numbers, reassembles names, keeps comms, identity and clock anchors, and counts what it had to
+// reject. Records go in chunk by chunk (no record is kept on the heap beyond its model event).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/job_trace.h"
+#include "model/rank_trace.h"
+#include "ncclwatch/format.h"
+#include "trace/seq_unwrapper.h"
+#include "trace/string_table.h"
+
+namespace ncclwatch::trace {
+
+// Records per kind, to size the model's vectors exactly before converting.
+struct KindCounts {
+  uint64_t by_kind[static_cast<std::size_t>(format::RecordKind::kCount) + 1] = {};
+  void add(std::span<const format::Record> records);
+  uint64_t operator[](format::RecordKind k) const { return by_kind[static_cast<std::size_t>(k)]; }
+};
+
+class RankBuilder {
+ public:
+  // `header` gives the identity the records may refine; `source` names the input in problems.
+  RankBuilder(const format::TraceHeader& header, std::string source);
+
+  void reserve(const KindCounts& counts);
+  void add(std::span<const format::Record> records);
+  // Sorts, resolves names, picks the timing source and wall offset; appends problem lines.
+  model::RankTrace finish(std::vector<model::InputProblem>& problems);
+
+ private:
+  void add_one(const format::Record& record);
+  void note_skipped(const char* reason);
+
+  model::RankTrace trace_;
+  format::TraceHeader header_;
+  SeqUnwrapper seqs_;
+  StringTable strings_;
+  std::unordered_map<uint64_t, std::size_t> comm_index_;
+  // Best clock anchor so far: the one read in the narrowest window.
+  uint32_t best_clock_window_ = UINT32_MAX;
+  bool have_clock_ = false;
+  uint64_t index_ = 0;  // records seen
+  struct SkipReason {
+    const char* reason;
+    uint64_t count;
+    uint64_t first_index;
+  };
+  std::vector<SkipReason> skipped_;
+};
+
+}  // namespace ncclwatch::trace

@@ -1,0 +1,110 @@
+#include "trace/record_check.h"
+
+namespace ncclwatch::trace {
+namespace {
+
+using format::Func;
+using format::RecordKind;
+
+// Ten years of nanoseconds: no interval of one process is longer, so anything longer is garbage.
+constexpr int64_t kMaxSpanNs = int64_t{10} * 365 * 24 * 3600 * 1'000'000'000;
+
+// A time pair is usable if both ends are non-negative and ordered, and the span is plausible.
+const char* check_span(int64_t begin, int64_t end, const char* reversed) {
+  if (begin < 0 || end < 0) return "negative timestamp";
+  if (end < begin) return reversed;
+  if (end - begin > kMaxSpanNs) return "interval longer than ten years";
+  return nullptr;
+}
+
+const char* check_call(const format::CallRecord& r) {
+  const auto func = static_cast<Func>(r.prefix.u8a);
+  if (!format::is_collective(func) && !format::is_p2p(func)) return "call with a non-call func";
+  if (r.peer < -1) return "call with peer below -1";
+  if (format::is_p2p(func) && r.peer < 0) return "send/recv without a peer";
+  return check_span(r.t_enter_ns, r.t_exit_ns, "call exits before it enters");
+}
+
+const char* check_comm(const format::CommRecord& r) {
+  const auto func = r.prefix.u8a;
+  if (func < static_cast<uint8_t>(Func::kCommInitRank) ||
+      func > static_cast<uint8_t>(Func::kCommShrink))
+    return "comm record with a non-init func";
+  // Failed inits and NOCOLOR splits create no comm (id 0); their sizes may be anything.
+  if (r.prefix.u8b == 0 && r.comm_id != 0) {
+    if (r.nranks <= 0) return "comm with nranks <= 0";
+    if (r.rank < 0 || r.rank >= r.nranks) return "comm rank outside [0, nranks)";
+  }
+  return check_span(r.t_enter_ns, r.t_exit_ns, "comm init exits before it enters");
+}
+
+const char* check_identity(const format::IdentityRecord& r) {
+  if (r.rank < -1 || r.world_size < -1 || r.local_rank < -1 || r.device < -1)
+    return "identity with a value below -1";
+  if (r.world_size == 0) return "identity with world size 0";
+  if (r.rank >= 0 && r.world_size > 0 && r.rank >= r.world_size) return "rank >= world size";
+  return nullptr;
+}
+
+const char* check_string(const format::StringRecord& r) {
+  if (r.prefix.tid == 0) return "string with id 0";
+  if (r.prefix.u8a >= format::kMaxStringChunks) return "string chunk index too large";
+  return nullptr;
+}
+
+}  // namespace
+
+const char* record_problem(const format::Record& rec) noexcept {
+  switch (static_cast<RecordKind>(rec.prefix.kind)) {
+    case RecordKind::kCall:
+      return check_call(rec.call);
+    case RecordKind::kGroup: {
+      const auto f = static_cast<Func>(rec.prefix.u8a);
+      if (f != Func::kGroupStart && f != Func::kGroupEnd)
+        return "group record with a non-group func";
+      return check_span(rec.group.t_enter_ns, rec.group.t_exit_ns, "group exits before it enters");
+    }
+    case RecordKind::kComm:
+      return check_comm(rec.comm);
+    case RecordKind::kCommEnd: {
+      const auto f = rec.prefix.u8a;
+      if (f < static_cast<uint8_t>(Func::kCommFinalize) ||
+          f > static_cast<uint8_t>(Func::kCommRevoke))
+        return "comm end with a non-end func";
+      return check_span(rec.comm_end.t_enter_ns, rec.comm_end.t_exit_ns,
+                        "comm end exits before it enters");
+    }
+    case RecordKind::kIdentity:
+      return check_identity(rec.identity);
+    case RecordKind::kClock:
+      if (rec.clock.monotonic_ns <= 0 || rec.clock.realtime_ns <= 0) return "clock anchor <= 0";
+      return nullptr;
+    case RecordKind::kKernel:
+      if (rec.prefix.u8a > static_cast<uint8_t>(format::ActivityKind::kMemset))
+        return "unknown activity kind";
+      return check_span(rec.kernel.start_ns, rec.kernel.end_ns, "kernel ends before it starts");
+    case RecordKind::kString:
+      return check_string(rec.string);
+    case RecordKind::kKernelLink:
+      if (rec.link.t_ns < 0) return "negative timestamp";
+      return nullptr;
+    case RecordKind::kCollGpu:
+      return check_span(rec.coll_gpu.start_ns, rec.coll_gpu.end_ns,
+                        "GPU interval ends before it starts");
+    case RecordKind::kLaunch:
+      return check_span(rec.launch.t_enter_ns, rec.launch.t_exit_ns,
+                        "launch exits before it enters");
+    case RecordKind::kNvtx:
+      return check_span(rec.nvtx.start_ns, rec.nvtx.end_ns, "range ends before it starts");
+    case RecordKind::kUniqueId:
+      return check_span(rec.unique_id.t_enter_ns, rec.unique_id.t_exit_ns,
+                        "get_unique_id exits before it enters");
+    case RecordKind::kInvalid:
+      return "all-zero record kind (never written)";
+    case RecordKind::kCount:
+      break;
+  }
+  return "unknown record kind";
+}
+
+}  // namespace ncclwatch::trace

@@ -1,0 +1,323 @@
+#include "trace/salvage.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <boost/interprocess/shared_memory_object.hpp>
+
+#include "trace/segment_view.h"
+#include "trace/trace_file_reader.h"
+#include "trace/trace_header_check.h"
+
+namespace ncclwatch::trace {
+namespace {
+
+constexpr uint64_t kHeaderBytes = sizeof(format::TraceHeader);
+constexpr std::size_t kCopyChunk = 4096;  // records per write
+
+bool write_all(int fd, const void* data, std::size_t size, uint64_t offset) {
+  const auto* bytes = static_cast<const char*>(data);
+  while (size != 0) {
+    const ssize_t n = ::pwrite(fd, bytes, size, static_cast<off_t>(offset));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    bytes += n;
+    offset += static_cast<uint64_t>(n);
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// The trace file being completed.
+struct Target {
+  std::string path;
+  int fd = -1;
+  bool has_header = false;  // a valid header is on disk (else one is written fresh)
+  format::TraceHeader header{};
+  uint64_t records = 0;  // K: whole records on disk
+  ~Target() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+enum class OpenResult { kOk, kUnwritable, kRefuse };
+
+// An existing trace file of the same process, or nothing. `why` says what is wrong otherwise.
+OpenResult check_existing(const std::string& path, const SegmentView& seg, Target& t,
+                          std::string& why) {
+  TraceFileReader reader(1);
+  if (!reader.open(path)) {
+    struct stat st {};
+    if (!reader.foreign() && ::stat(path.c_str(), &st) == 0 &&
+        static_cast<uint64_t>(st.st_size) < kHeaderBytes)
+      return OpenResult::kOk;  // the header never made it to disk: start the file over
+    why = fmt::format("{} exists but is unusable ({}); not touched", path, reader.error());
+    return OpenResult::kRefuse;
+  }
+  const auto& p = reader.header().process;
+  if (p.pid != seg.header().process.pid || bounded_string(p.job, sizeof p.job) != seg.job() ||
+      bounded_string(p.host, sizeof p.host) != seg.host()) {
+    why = fmt::format("{} belongs to another process (job '{}', host '{}', pid {}); not touched",
+                      path, bounded_string(p.job, sizeof p.job),
+                      bounded_string(p.host, sizeof p.host), p.pid);
+    return OpenResult::kRefuse;
+  }
+  t.has_header = true;
+  t.header = reader.header();
+  t.records = reader.record_count();
+  return OpenResult::kOk;
+}
+
+OpenResult open_target(const std::string& path, const SegmentView& seg, Target& t,
+                       std::string& why) {
+  t.path = path;
+  t.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (t.fd < 0 && errno == ENOENT) {
+    t.fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (t.fd >= 0) return OpenResult::kOk;
+  }
+  if (t.fd < 0) {
+    why = fmt::format("cannot write {}: {}", path, std::strerror(errno));
+    return OpenResult::kUnwritable;
+  }
+  return check_existing(path, seg, t, why);
+}
+
+// Copies records [0, n) of `from` (an unwritable trace of the same process) into `to`.
+bool copy_records(const std::string& from, Target& to, std::string& why) {
+  TraceFileReader reader;
+  if (!reader.open(from)) return true;  // nothing readable to keep
+  uint64_t at = 0;
+  for (auto chunk = reader.next(); !chunk.empty(); chunk = reader.next()) {
+    if (!write_all(to.fd, chunk.data(), chunk.size_bytes(),
+                   kHeaderBytes + at * format::kRecordSize)) {
+      why = fmt::format("write to {} failed: {}", to.path, std::strerror(errno));
+      return false;
+    }
+    at += chunk.size();
+  }
+  to.records = at;
+  return true;
+}
+
+format::TraceHeader final_header(const Target& t, const SegmentView& seg, uint64_t records,
+                                 bool appended) {
+  format::TraceHeader h = t.header;
+  const auto& s = seg.header();
+  h.magic = format::kTraceMagic;
+  h.layout_version = format::kLayoutVersion;
+  h.header_size = sizeof(format::TraceHeader);
+  h.record_size = format::kRecordSize;
+  // A file the owner closed stays closed when the ring held nothing new.
+  if (!(t.has_header && t.header.state == format::kTraceStateClosed && !appended))
+    h.state = format::kTraceStateSalvaged;
+  // The segment's identity is the latest; fields it never learned keep the file's values.
+  format::ProcessInfo p = s.process;
+  if (t.has_header) {
+    const auto& old = t.header.process;
+    if (p.rank < 0) p.rank = old.rank;
+    if (p.world_size < 0) p.world_size = old.world_size;
+    if (p.local_rank < 0) p.local_rank = old.local_rank;
+    if (p.device < 0) p.device = old.device;
+  }
+  h.process = p;
+  h.records = records;
+  h.dropped = s.dropped;
+  h.cupti_dropped = s.cupti_dropped;
+  h.mode = s.mode;
+  return h;
+}
+
+std::string default_file_name(const SegmentView& seg) {
+  return fmt::format("ncclwatch.{}.{}.trace", seg.host(), seg.header().process.pid);
+}
+
+}  // namespace
+
+bool process_alive(int64_t pid) {
+  if (pid <= 0 || pid > INT32_MAX) return false;
+  if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
+  // A killed process nobody has reaped yet is a zombie: dead for our purpose.
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (std::getline(stat, line)) {
+    const auto paren = line.rfind(')');
+    if (paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z')
+      return false;
+  }
+  return true;
+}
+
+SalvageResult salvage_segment(const std::string& name, const SalvageOptions& options) {
+  SalvageResult res;
+  res.segment = name;
+  SegmentView seg;
+  if (!seg.open(name)) {
+    res.message = seg.error();
+    return res;
+  }
+  res.warnings = seg.warnings();
+  const auto& sh = seg.header();
+  res.pid = sh.process.pid;
+  res.rank = sh.process.rank;
+  res.dropped = sh.dropped;
+  if (sh.state == format::kSegmentStateLive && process_alive(sh.process.pid) && !options.force) {
+    res.status = SalvageStatus::kSkippedLive;
+    res.message = fmt::format("owner pid {} is alive and recording (--force salvages anyway)",
+                              sh.process.pid);
+    return res;
+  }
+
+  // The trace file: the segment's own, else one in --dir (with what the unwritable one held).
+  const std::string primary = seg.trace_path();
+  Target target;
+  std::string why;
+  OpenResult opened = OpenResult::kUnwritable;
+  if (primary.empty()) {
+    why = "segment names no trace file";
+  } else {
+    opened = open_target(primary, seg, target, why);
+  }
+  if (opened == OpenResult::kRefuse) {
+    res.trace_path = primary;
+    res.message = why;
+    return res;
+  }
+  if (opened == OpenResult::kUnwritable) {
+    if (options.dir.empty()) {
+      res.trace_path = primary;
+      res.message = why + "; give --dir DIR to write it elsewhere";
+      return res;
+    }
+    const std::string base = primary.empty() ? default_file_name(seg)
+                                             : std::filesystem::path(primary).filename().string();
+    const std::string fallback = (std::filesystem::path(options.dir) / base).string();
+    target = Target{};
+    std::string why2;
+    if (open_target(fallback, seg, target, why2) != OpenResult::kOk) {
+      res.trace_path = fallback;
+      res.message = why + "; " + why2;
+      return res;
+    }
+    res.warnings.push_back(why + "; wrote " + fallback + " instead");
+    if (!primary.empty() && target.records == 0 && !copy_records(primary, target, why2)) {
+      res.trace_path = fallback;
+      res.message = why2;
+      return res;
+    }
+  }
+  res.trace_path = target.path;
+  res.in_file = target.records;
+
+  if (target.has_header && target.header.state == format::kTraceStateSalvaged) {
+    // A previous salvage finished writing but did not remove the segment. Appending again
+    // would misplace positions after its holes, so only the removal is left to do.
+    boost::interprocess::shared_memory_object::remove(name.c_str());
+    res.status = SalvageStatus::kAlreadySalvaged;
+    return res;
+  }
+  const uint64_t write_pos = seg.write_pos();
+  if (target.records > write_pos) {
+    res.message = fmt::format("{} holds {} records but the segment only ever wrote {}; not touched",
+                              target.path, target.records, write_pos);
+    return res;
+  }
+  // Drop a torn last record before appending after the whole ones.
+  if (::ftruncate(target.fd,
+                  static_cast<off_t>(kHeaderBytes + target.records * format::kRecordSize)) != 0) {
+    res.message = fmt::format("cannot truncate {}: {}", target.path, std::strerror(errno));
+    return res;
+  }
+
+  // Positions below write_pos - capacity were overwritten in the ring and are gone.
+  const uint64_t first =
+      std::max(target.records, write_pos > seg.capacity() ? write_pos - seg.capacity() : 0);
+  res.overwritten = first - target.records;
+  std::vector<format::Record> chunk;
+  chunk.reserve(kCopyChunk);
+  uint64_t written = target.records;
+  const auto flush = [&] {
+    if (chunk.empty()) return true;
+    if (!write_all(target.fd, chunk.data(), chunk.size() * sizeof(format::Record),
+                   kHeaderBytes + written * format::kRecordSize))
+      return false;
+    written += chunk.size();
+    chunk.clear();
+    return true;
+  };
+  format::Record record;
+  for (uint64_t pos = first; pos < write_pos; ++pos) {
+    if (!seg.read(pos, record)) {
+      ++res.holes;
+      continue;
+    }
+    chunk.push_back(record);
+    if (chunk.size() == kCopyChunk && !flush()) break;
+  }
+  if (!flush()) {
+    res.message = fmt::format("write to {} failed: {}", target.path, std::strerror(errno));
+    return res;
+  }
+  res.appended = written - target.records;
+
+  const format::TraceHeader header = final_header(target, seg, written, res.appended != 0);
+  if (!write_all(target.fd, &header, sizeof header, 0) || ::fsync(target.fd) != 0) {
+    res.message = fmt::format("cannot finish {}: {}", target.path, std::strerror(errno));
+    return res;
+  }
+  // Only now that the file is complete on disk may the segment go.
+  if (!boost::interprocess::shared_memory_object::remove(name.c_str()))
+    res.warnings.push_back("could not remove the segment");
+  res.status = SalvageStatus::kSalvaged;
+  return res;
+}
+
+std::vector<SalvageResult> salvage_job(const std::string& job, const SalvageOptions& options) {
+  std::vector<SalvageResult> results;
+  for (const auto& name : list_segments(job)) {
+    if (!job.empty()) {
+      // "ncclwatch.a." also prefixes job "a.b"'s segments: the header decides.
+      SegmentView view;
+      if (view.open(name) && view.job() != job) continue;
+    }
+    results.push_back(salvage_segment(name, options));
+  }
+  return results;
+}
+
+std::string describe(const SalvageResult& r) {
+  std::string line;
+  switch (r.status) {
+    case SalvageStatus::kSalvaged:
+      line = fmt::format(
+          "{} -> {}: salvaged (rank {}, pid {}): {} in file + {} recovered, {} hole(s), "
+          "{} overwritten, {} dropped",
+          r.segment, r.trace_path, r.rank, r.pid, r.in_file, r.appended, r.holes, r.overwritten,
+          r.dropped);
+      break;
+    case SalvageStatus::kAlreadySalvaged:
+      line = fmt::format("{} -> {}: already salvaged ({} records); segment removed", r.segment,
+                         r.trace_path, r.in_file);
+      break;
+    case SalvageStatus::kSkippedLive:
+      line = fmt::format("{}: skipped: {}", r.segment, r.message);
+      break;
+    case SalvageStatus::kFailed:
+      line = fmt::format("{}: failed: {}", r.segment, r.message);
+      break;
+  }
+  for (const auto& w : r.warnings) line += " [" + w + "]";
+  return line;
+}
+
+}  // namespace ncclwatch::trace

@@ -1,0 +1,175 @@
+// load_job: many ranks in parallel, and every kind of bad directory content.
+#include "trace/job_loader.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "trace_fixture.h"
+
+namespace ncclwatch::trace {
+namespace {
+
+using namespace testing;  // NOLINT: the fixture's builders
+
+std::vector<Record> calls_for(int n) {
+  std::vector<Record> rs;
+  for (int i = 0; i < n; ++i) {
+    rs.push_back(
+        make_call(Func::kAllReduce, 0x77, static_cast<uint32_t>(i), 100 * i, 100 * i + 50));
+  }
+  return rs;
+}
+
+std::string lines(const model::JobTrace& job) {
+  std::string out;
+  for (const auto& p : job.problems) out += p.source + ": " + p.message + "\n";
+  return out;
+}
+
+bool has_line(const model::JobTrace& job, const std::string& part) {
+  return lines(job).find(part) != std::string::npos;
+}
+
+TEST(LoadJob, LoadsEveryRankSortedByRank) {
+  TempDir dir;
+  for (int r = 15; r >= 0; --r)
+    write_rank(dir.path(), "job", "node" + std::to_string(r / 8), 1000 + r, r, 16,
+               calls_for(r + 1));
+  JobLoadOptions options;
+  options.threads = 3;
+  const auto job = load_job(dir.path(), options);
+  EXPECT_TRUE(job.problems.empty()) << lines(job);
+  EXPECT_EQ(job.job, "job");
+  ASSERT_EQ(job.ranks.size(), 16u);
+  for (int r = 0; r < 16; ++r) {
+    EXPECT_EQ(job.ranks[r].info.rank, r);
+    EXPECT_EQ(job.ranks[r].calls.size(), static_cast<std::size_t>(r + 1));
+  }
+}
+
+TEST(LoadJob, DuplicateRanksAreKeptAndNamed) {
+  TempDir dir;
+  write_rank(dir.path(), "job", "a", 1, 0, 4, calls_for(2));
+  const auto first = write_rank(dir.path(), "job", "a", 2, 3, 4, calls_for(2));
+  const auto second = write_rank(dir.path(), "job", "b", 3, 3, 4, calls_for(2));
+  write_rank(dir.path(), "job", "b", 4, 1, 4, calls_for(2));
+  write_rank(dir.path(), "job", "b", 5, 2, 4, calls_for(2));
+  const auto job = load_job(dir.path());
+  ASSERT_EQ(job.ranks.size(), 5u);
+  EXPECT_EQ(job.ranks[3].info.rank, 3);
+  EXPECT_EQ(job.ranks[4].info.rank, 3);
+  EXPECT_TRUE(has_line(job, "rank 3 claimed by 2 files (all kept): " + first + ", " + second))
+      << lines(job);
+  EXPECT_EQ(job.problems.size(), 1u) << lines(job);
+}
+
+TEST(LoadJob, TwoJobsPicksTheBiggerAndSaysHowToSelectTheOther) {
+  TempDir dir;
+  for (int r = 0; r < 3; ++r) write_rank(dir.path(), "big", "h", 10 + r, r, 3, calls_for(1));
+  for (int r = 0; r < 2; ++r) write_rank(dir.path(), "small", "h", 20 + r, r, 2, calls_for(1));
+  auto job = load_job(dir.path());
+  EXPECT_EQ(job.job, "big");
+  EXPECT_EQ(job.ranks.size(), 3u);
+  EXPECT_TRUE(
+      has_line(job,
+               "directory holds 2 jobs; loaded 'big' (3 files, the one with the most ranks); "
+               "also here: 'small' (2 files) -- select one with --job ID"))
+      << lines(job);
+
+  JobLoadOptions options;
+  options.job = "small";
+  job = load_job(dir.path(), options);
+  EXPECT_EQ(job.job, "small");
+  EXPECT_EQ(job.ranks.size(), 2u);
+  EXPECT_TRUE(has_line(job, "loaded 'small' (2 files, as asked); also here: 'big' (3 files)"))
+      << lines(job);
+
+  options.job = "nope";
+  job = load_job(dir.path(), options);
+  EXPECT_TRUE(job.ranks.empty());
+  EXPECT_TRUE(
+      has_line(job, "no trace file of job 'nope' (jobs here: 'big' (3 files), 'small' (2 files))"))
+      << lines(job);
+}
+
+TEST(LoadJob, RankWithNoRecordsAndMissingRanks) {
+  TempDir dir;
+  write_rank(dir.path(), "job", "h", 1, 0, 4, calls_for(3));
+  const auto empty = write_rank(dir.path(), "job", "h", 2, 1, 4, {});
+  const auto job = load_job(dir.path());
+  ASSERT_EQ(job.ranks.size(), 2u);
+  EXPECT_TRUE(has_line(job, empty + ": no records")) << lines(job);
+  EXPECT_TRUE(has_line(job, "world size 4, no trace file for rank(s) 2-3")) << lines(job);
+}
+
+TEST(LoadJob, ForeignAndBrokenFilesAreSkippedWithALine) {
+  TempDir dir;
+  write_rank(dir.path(), "job", "h", 1, 0, 2, calls_for(3));
+  const auto torn = dir.file("ncclwatch.h.2.trace");
+  write_trace(torn, make_header(make_process("job", "h", 2, 1, 2), format::kTraceStateOpen, 0),
+              calls_for(4), 10);
+  write_bytes(dir.file("report.json"), std::vector<char>(400, '{'));
+  auto header = make_header(make_process("job", "h", 3, 1, 2), format::kTraceStateClosed, 0);
+  header.layout_version = 7;
+  write_trace(dir.file("ncclwatch.h.3.trace"), header, {});
+  std::filesystem::create_directory(dir.file("subdir"));
+  const auto job = load_job(dir.path());
+  ASSERT_EQ(job.ranks.size(), 2u);
+  EXPECT_EQ(job.ranks[1].calls.size(), 4u);
+  EXPECT_FALSE(job.ranks[1].info.complete);
+  EXPECT_TRUE(has_line(
+      job, dir.file("report.json") +
+               ": skipped (foreign file): not an ncclwatch trace (bad magic 0x7b7b7b7b7b7b7b7b)"))
+      << lines(job);
+  EXPECT_TRUE(has_line(job, "ncclwatch.h.3.trace: unreadable: layout version 7")) << lines(job);
+  EXPECT_TRUE(has_line(job, torn + ": truncated: last record torn (10 of 64 bytes)")) << lines(job);
+  EXPECT_EQ(job.problems.size(), 4u) << lines(job);  // + "not closed" of the torn one
+}
+
+TEST(LoadJob, MissingOrEmptyDirectory) {
+  TempDir dir;
+  auto job = load_job(dir.file("nope"));
+  EXPECT_TRUE(job.ranks.empty());
+  EXPECT_TRUE(has_line(job, "cannot read directory")) << lines(job);
+  job = load_job(dir.path());
+  EXPECT_TRUE(has_line(job, "no ncclwatch trace files")) << lines(job);
+}
+
+TEST(LoadJob, IndexListsFilesWithoutLoading) {
+  TempDir dir;
+  write_rank(dir.path(), "job", "h", 1, 0, 2, calls_for(3));
+  write_rank(dir.path(), "job", "h", 2, 1, 2, calls_for(5));
+  const auto index = index_job(dir.path());
+  EXPECT_EQ(index.job, "job");
+  ASSERT_EQ(index.files.size(), 2u);
+  EXPECT_EQ(index.files[0].records + index.files[1].records, 8u);
+  EXPECT_EQ(index.files[0].job, "job");
+}
+
+TEST(LoadJob, ProgressIsReportedForSlowMerges) {
+  TempDir dir;
+  for (int r = 0; r < 64; ++r) write_rank(dir.path(), "job", "h", 100 + r, r, 64, calls_for(2000));
+  JobLoadOptions options;
+  options.threads = 1;
+  options.progress_after = std::chrono::milliseconds(0);  // report from the first tick on
+  options.progress_every = std::chrono::milliseconds(1);
+  std::size_t calls = 0;
+  JobLoadProgress last;
+  options.progress = [&](const JobLoadProgress& p) {
+    ++calls;
+    last = p;
+  };
+  const auto job = load_job(dir.path(), options);
+  EXPECT_EQ(job.ranks.size(), 64u);
+  // Whether a tick falls inside the load depends on speed; what a tick says does not.
+  if (calls != 0) {
+    EXPECT_EQ(last.files_total, 64u);
+    EXPECT_LE(last.files_done, 64u);
+    EXPECT_EQ(last.records_total, 64u * 2000u);
+  }
+}
+
+}  // namespace
+}  // namespace ncclwatch::trace

@@ -1,0 +1,278 @@
+// load_rank: every record kind into the model, seq unwrapping, names, identity, invalid records.
+#include "trace/rank_loader.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "trace_fixture.h"
+
+namespace ncclwatch::trace {
+namespace {
+
+using namespace testing;  // NOLINT: the fixture's builders
+
+std::string all_lines(const std::vector<model::InputProblem>& problems) {
+  std::string out;
+  for (const auto& p : problems) out += p.source + ": " + p.message + "\n";
+  return out;
+}
+
+TEST(LoadRank, EveryRecordKindRoundTrips) {
+  TempDir dir;
+  const std::string long_name(150, 'k');  // three chunks
+  std::vector<Record> rs;
+  rs.push_back(make_clock(500, 1'700'000'000'000'000'500, 80));
+  rs.push_back(make_unique_id(0xfeed, 600));
+  rs.push_back(make_comm(0xc0, 4, 2, 1000, 0xbb, Func::kCommSplit));
+  rs.push_back(make_identity(6, 16, 2, 3, "0000:1b:00.0"));
+  for (auto& s : make_string(5, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")) rs.push_back(s);
+  for (auto& s : make_string(9, long_name)) rs.push_back(s);
+  rs.push_back(make_group(Func::kGroupStart, 1, 1900));
+  Record call = make_call(Func::kAllReduce, 0xc0, 0, 2000, 2100, 256);
+  call.call.group_id = 1;
+  call.prefix.flags = format::kCallInGroup;
+  call.prefix.u8b = 0;
+  rs.push_back(call);
+  rs.push_back(make_group(Func::kGroupEnd, 1, 2150));
+  rs.push_back(make_call(Func::kSend, 0xc0, 0, 2200, 2300, 8, 3));
+  rs.push_back(make_call(Func::kRecv, 0xc0, 0, 2400, 2500, 8, 1));
+  rs.push_back(make_launch(2010, 2020, 0xabc0, 77));
+  rs.push_back(make_link(2015, 0xc0, 0, 77));
+  rs.push_back(make_kernel(2050, 2900, 77, 5, true, 13, 3));
+  rs.push_back(make_kernel(3000, 3100, 78, 9, false));
+  rs.push_back(make_coll_gpu(2050, 2900, 0xc0, 0));
+  rs.push_back(make_nvtx(1500, 3500, 9));
+  rs.push_back(make_comm_end(0xc0, 4000));
+  const std::string path = write_rank(dir.path(), "job1", "nodeA", 321, -1, -1, rs);
+
+  std::vector<model::InputProblem> problems;
+  const model::RankTrace t = load_rank(path, problems);
+  EXPECT_TRUE(problems.empty()) << all_lines(problems);
+
+  EXPECT_EQ(t.info.rank, 6);  // learned late, from the identity record
+  EXPECT_EQ(t.info.world_size, 16);
+  EXPECT_EQ(t.info.local_rank, 2);
+  EXPECT_EQ(t.info.device, 3);
+  EXPECT_EQ(t.info.pci_bus_id, "0000:1b:00.0");
+  EXPECT_EQ(t.info.host, "nodeA");
+  EXPECT_EQ(t.info.job, "job1");
+  EXPECT_EQ(t.info.pid, 321);
+  EXPECT_EQ(t.info.source, path);
+  EXPECT_EQ(t.info.records, rs.size());
+  EXPECT_EQ(t.info.skipped, 0u);
+  EXPECT_TRUE(t.info.complete);
+  EXPECT_FALSE(t.info.salvaged);
+  EXPECT_EQ(t.info.timing, model::TimingSource::kCupti);
+  EXPECT_EQ(t.info.wall_offset_ns, 1'700'000'000'000'000'000);
+
+  ASSERT_EQ(t.comms.size(), 1u);
+  EXPECT_EQ(t.comms[0].id, 0xc0u);
+  EXPECT_EQ(t.comms[0].parent, 0xbbu);
+  EXPECT_EQ(t.comms[0].nranks, 4);
+  EXPECT_EQ(t.comms[0].rank, 2);
+  EXPECT_EQ(t.comms[0].device, 2);
+  EXPECT_EQ(t.comms[0].created_by, Func::kCommSplit);
+  EXPECT_EQ(t.comms[0].created_ns, 1000);
+
+  ASSERT_EQ(t.calls.size(), 3u);
+  const auto& ar = t.calls[0];
+  EXPECT_EQ(ar.func, Func::kAllReduce);
+  EXPECT_EQ(ar.enter_ns, 2000);
+  EXPECT_EQ(ar.exit_ns, 2100);
+  EXPECT_EQ(ar.comm_id, 0xc0u);
+  EXPECT_EQ(ar.seq, 0u);
+  EXPECT_EQ(ar.count, 256u);
+  EXPECT_EQ(ar.bytes, 1024u);
+  EXPECT_EQ(ar.stream, 0xabc0u);
+  EXPECT_EQ(ar.peer, -1);
+  EXPECT_EQ(ar.tid, 4242u);
+  EXPECT_EQ(ar.group_id, 1u);
+  EXPECT_EQ(ar.datatype, 7);
+  EXPECT_EQ(ar.flags, format::kCallInGroup);
+  EXPECT_EQ(ar.kernel, -1);
+  EXPECT_EQ(t.calls[1].func, Func::kSend);
+  EXPECT_EQ(t.calls[1].peer, 3);
+  EXPECT_EQ(t.calls[2].func, Func::kRecv);
+  EXPECT_EQ(t.calls[2].bytes, 32u);
+
+  ASSERT_EQ(t.kernels.size(), 2u);
+  EXPECT_EQ(t.name_of(t.kernels[0].name), "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+  EXPECT_TRUE(t.kernels[0].nccl);
+  EXPECT_EQ(t.kernels[0].stream, 13u);
+  EXPECT_EQ(t.kernels[0].device, 3);
+  EXPECT_EQ(t.kernels[0].correlation, 77u);
+  EXPECT_EQ(t.kernels[0].call, -1);
+  EXPECT_EQ(t.name_of(t.kernels[1].name), long_name);
+  EXPECT_FALSE(t.kernels[1].nccl);
+
+  ASSERT_EQ(t.launches.size(), 1u);
+  EXPECT_EQ(t.launches[0].correlation, 77u);
+  EXPECT_EQ(t.launches[0].stream, 0xabc0u);
+  ASSERT_EQ(t.ranges.size(), 1u);
+  EXPECT_EQ(t.name_of(t.ranges[0].name), long_name);
+  EXPECT_EQ(t.ranges[0].start_ns, 1500);
+  ASSERT_EQ(t.links.size(), 1u);
+  EXPECT_EQ(t.links[0].correlation, 77u);
+  ASSERT_EQ(t.coll_gpu.size(), 1u);
+  EXPECT_EQ(t.coll_gpu[0].end_ns, 2900);
+}
+
+TEST(LoadRank, UnwrapsSequenceNumbersAcrossTwoToThe32) {
+  TempDir dir;
+  std::vector<Record> rs;
+  const uint64_t first = (1ULL << 32) - 5;
+  for (uint64_t s = first; s < first + 10; ++s) {
+    const auto t = static_cast<int64_t>(100 * (s - first));
+    rs.push_back(make_call(Func::kAllReduce, 0xaa, static_cast<uint32_t>(s), t, t + 50));
+    rs.push_back(make_call(Func::kSend, 0xaa, static_cast<uint32_t>(s), t + 60, t + 70, 4, 1));
+  }
+  std::vector<model::InputProblem> problems;
+  const auto t = load_rank(write_rank(dir.path(), "j", "h", 1, 0, 2, rs), problems);
+  ASSERT_EQ(t.calls.size(), 20u);
+  for (std::size_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(t.calls[2 * i].seq, first + i);
+    EXPECT_EQ(t.calls[2 * i + 1].seq, first + i);
+  }
+  EXPECT_EQ(t.calls.back().seq, (1ULL << 32) + 4);
+}
+
+TEST(LoadRank, SortsOutOfOrderRecords) {
+  TempDir dir;
+  std::vector<Record> rs = {make_call(Func::kAllReduce, 1, 1, 500, 600),
+                            make_call(Func::kAllReduce, 1, 0, 100, 200),
+                            make_kernel(900, 950, 2, 0, true), make_kernel(300, 350, 1, 0, true)};
+  std::vector<model::InputProblem> problems;
+  const auto t = load_rank(write_rank(dir.path(), "j", "h", 1, 0, 1, rs), problems);
+  ASSERT_EQ(t.calls.size(), 2u);
+  EXPECT_EQ(t.calls[0].seq, 0u);
+  EXPECT_EQ(t.calls[1].seq, 1u);
+  EXPECT_EQ(t.kernels[0].start_ns, 300);
+}
+
+TEST(LoadRank, InvalidRecordsAreSkippedAndCounted) {
+  TempDir dir;
+  std::vector<Record> rs;
+  rs.push_back(make_call(Func::kAllReduce, 1, 0, 100, 200));
+  Record unknown = make_call(Func::kAllReduce, 1, 1, 300, 400);
+  unknown.prefix.kind = static_cast<format::RecordKind>(200);
+  rs.push_back(unknown);
+  rs.push_back(make_call(Func::kAllReduce, 1, 2, 500, 450));  // exits before it enters
+  Record bad_func = make_call(Func::kAllReduce, 1, 3, 600, 700);
+  bad_func.prefix.u8a = 99;
+  rs.push_back(bad_func);
+  Record zero;
+  std::memset(&zero, 0, sizeof zero);
+  rs.push_back(zero);
+  rs.push_back(make_call(Func::kAllReduce, 1, 4, 800, 900));
+  rs.push_back(unknown);
+  std::vector<model::InputProblem> problems;
+  const auto t = load_rank(write_rank(dir.path(), "j", "h", 1, 0, 1, rs), problems);
+  EXPECT_EQ(t.calls.size(), 2u);
+  EXPECT_EQ(t.info.records, 7u);
+  EXPECT_EQ(t.info.skipped, 5u);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].message,
+            "skipped 5 invalid record(s): 2 x unknown record kind (first at record #1); "
+            "1 x call exits before it enters (first at record #2); 1 x call with a non-call func "
+            "(first at record #3); 1 x all-zero record kind (never written) (first at record #4)");
+}
+
+TEST(LoadRank, TornFileKeepsValidRecordsAndSaysSo) {
+  TempDir dir;
+  std::vector<Record> rs = {make_call(Func::kAllReduce, 1, 0, 100, 200),
+                            make_call(Func::kAllReduce, 1, 1, 300, 400)};
+  const std::string path = dir.file("t.trace");
+  write_trace(path, make_header(make_process("j", "h", 5, 1, 2), format::kTraceStateOpen, 0), rs,
+              40);
+  std::vector<model::InputProblem> problems;
+  const auto t = load_rank(path, problems);
+  EXPECT_EQ(t.calls.size(), 2u);
+  EXPECT_FALSE(t.info.complete);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_NE(problems[0].message.find("last record torn (40 of 64 bytes)"), std::string::npos);
+  EXPECT_NE(problems[1].message.find("not closed"), std::string::npos);
+}
+
+TEST(LoadRank, UnusableHeaderGivesEmptyTraceAndOneLine) {
+  TempDir dir;
+  auto header = make_header(make_process("j", "h", 5, 1, 2), format::kTraceStateClosed, 0);
+  header.layout_version = 2;
+  write_trace(dir.file("v.trace"), header, {make_call(Func::kAllReduce, 1, 0, 100, 200)});
+  std::vector<model::InputProblem> problems;
+  const auto t = load_rank(dir.file("v.trace"), problems);
+  EXPECT_EQ(t.info.records, 0u);
+  EXPECT_TRUE(t.calls.empty());
+  EXPECT_FALSE(t.info.complete);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].message, "layout version 2, this ncclwatch reads version 1");
+}
+
+TEST(LoadRank, NamesWithMissingChunksAndUnknownIds) {
+  TempDir dir;
+  auto chunks = make_string(3, std::string(120, 'a') + "tail");  // 3 chunks
+  std::vector<Record> rs = {chunks[0], chunks[2]};               // the middle one dropped
+  rs.push_back(make_kernel(10, 20, 1, 3, false));
+  rs.push_back(make_kernel(30, 40, 2, 44, false));  // id never defined
+  // Chunks arriving after their user and out of order still assemble.
+  auto late = make_string(8, std::string(60, 'b'));
+  rs.push_back(make_kernel(50, 60, 3, 8, false));
+  rs.push_back(late[1]);
+  rs.push_back(late[0]);
+  std::vector<model::InputProblem> problems;
+  const auto t = load_rank(write_rank(dir.path(), "j", "h", 1, 0, 1, rs), problems);
+  ASSERT_EQ(t.kernels.size(), 3u);
+  EXPECT_EQ(t.name_of(t.kernels[0].name), std::string(56, 'a'));
+  EXPECT_EQ(t.name_of(t.kernels[1].name), "<name #44 missing>");
+  EXPECT_EQ(t.name_of(t.kernels[2].name), std::string(60, 'b'));
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].message, "1 name(s) incomplete (string chunks missing)");
+}
+
+TEST(LoadRank, TimingSourceAndClock) {
+  TempDir dir;
+  std::vector<model::InputProblem> problems;
+  // Lite mode: CUDA-event intervals only.
+  std::vector<Record> rs = {make_call(Func::kAllReduce, 1, 0, 100, 200),
+                            make_coll_gpu(150, 400, 1, 0), make_clock(1000, 5000, 300),
+                            make_clock(2000, 6100, 40), make_clock(3000, 7300, 90)};
+  auto t = load_rank(write_rank(dir.path(), "j", "h", 1, 0, 1, rs), problems);
+  EXPECT_EQ(t.info.timing, model::TimingSource::kEvents);
+  EXPECT_EQ(t.info.wall_offset_ns, 4100);  // the narrowest anchor window wins
+  // Host only, though the header claims CUPTI: said in one line.
+  const std::string path = dir.file("host.trace");
+  write_trace(path, make_header(make_process("j", "h", 2, 1, 2), format::kTraceStateClosed, 1, 1),
+              {make_call(Func::kAllReduce, 1, 0, 100, 200)});
+  problems.clear();
+  t = load_rank(path, problems);
+  EXPECT_EQ(t.info.timing, model::TimingSource::kHostOnly);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].message.find("no kernel records"), std::string::npos);
+}
+
+TEST(LoadRank, CommRecordsOfFailedInitsAreIgnored) {
+  TempDir dir;
+  Record failed = make_comm(0xd0, 4, 0, 10);
+  failed.prefix.u8b = 5;  // ncclInvalidUsage: no comm was created
+  Record nocolor = make_comm(0, 0, 0, 20, 0xd0, Func::kCommSplit);
+  std::vector<Record> rs = {failed, nocolor, make_comm(0xd1, 2, 1, 30), make_comm(0xd1, 2, 1, 40)};
+  std::vector<model::InputProblem> problems;
+  const auto t = load_rank(write_rank(dir.path(), "j", "h", 1, 0, 1, rs), problems);
+  EXPECT_TRUE(problems.empty()) << all_lines(problems);
+  ASSERT_EQ(t.comms.size(), 1u);
+  EXPECT_EQ(t.comms[0].id, 0xd1u);
+  EXPECT_EQ(t.comms[0].created_ns, 30);
+}
+
+TEST(LoadRank, HeaderOnlyFileSaysNoRecords) {
+  TempDir dir;
+  std::vector<model::InputProblem> problems;
+  const auto t = load_rank(write_rank(dir.path(), "j", "h", 1, 0, 1, {}), problems);
+  EXPECT_EQ(t.info.records, 0u);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].message, "no records");
+}
+
+}  // namespace
+}  // namespace ncclwatch::trace
