@@ -1,0 +1,203 @@
+#include "timeline/gpu_linker.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <unordered_map>
+#include <vector>
+
+namespace ncclwatch::timeline {
+namespace {
+
+using format::Func;
+using model::CallEvent;
+using model::KernelEvent;
+using model::RankTrace;
+
+bool wants_gpu(const CallEvent& c) {
+  return format::is_collective(c.func) || format::is_p2p(c.func);
+}
+
+uint64_t call_key(uint64_t comm, uint64_t seq) {
+  return comm * 0x9E3779B97F4A7C15ull ^ (seq & 0xffffffffull);
+}
+
+// Calls by (comm, low 32 bits of seq); several when p2p seqs repeat across peers.
+class CallIndex {
+ public:
+  explicit CallIndex(const RankTrace& t) : t_(t) {
+    for (std::size_t i = 0; i < t.calls.size(); ++i) {
+      if (wants_gpu(t.calls[i])) by_key_[call_key(t.calls[i].comm_id, t.calls[i].seq)].push_back(i);
+      if (t.calls[i].group_id != 0) by_group_[t.calls[i].group_id].push_back(i);
+    }
+  }
+  // The call (comm, seq[, func]) best matching a launch at host time t: the one whose
+  // [enter, exit] contains t, else the nearest.
+  int find(uint64_t comm, uint32_t seq, Func func, int64_t t) const {
+    auto it = by_key_.find(call_key(comm, seq));
+    if (it == by_key_.end()) return -1;
+    int best = -1;
+    int64_t best_distance = std::numeric_limits<int64_t>::max();
+    for (std::size_t i : it->second) {
+      const CallEvent& c = t_.calls[i];
+      if (c.comm_id != comm || (c.seq & 0xffffffffull) != seq) continue;
+      if (func != Func::kUnknown && func != Func::kGroupEnd && c.func != func) continue;
+      int64_t d = t < c.enter_ns ? c.enter_ns - t : (t > c.exit_ns ? t - c.exit_ns : 0);
+      if (d < best_distance) {
+        best_distance = d;
+        best = static_cast<int>(i);
+      }
+    }
+    return best;
+  }
+  const std::vector<std::size_t>* group(uint32_t id) const {
+    auto it = by_group_.find(id);
+    return it == by_group_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  const RankTrace& t_;
+  std::unordered_map<uint64_t, std::vector<std::size_t>> by_key_;
+  std::unordered_map<uint32_t, std::vector<std::size_t>> by_group_;
+};
+
+void widen(CallEvent& c, int64_t start, int64_t end) {
+  if (c.gpu_start_ns == 0 && c.gpu_end_ns == 0) {
+    c.gpu_start_ns = start;
+    c.gpu_end_ns = end;
+  } else {
+    c.gpu_start_ns = std::min(c.gpu_start_ns, start);
+    c.gpu_end_ns = std::max(c.gpu_end_ns, end);
+  }
+}
+
+void attach(RankTrace& t, std::size_t call, std::size_t kernel) {
+  CallEvent& c = t.calls[call];
+  KernelEvent& k = t.kernels[kernel];
+  if (c.kernel < 0) c.kernel = static_cast<int32_t>(kernel);
+  widen(c, k.start_ns, k.end_ns);
+  if (k.call < 0) k.call = static_cast<int32_t>(call);
+}
+
+}  // namespace
+
+LinkStats link_calls_to_gpu(RankTrace& t) {
+  LinkStats stats;
+  CallIndex calls(t);
+  std::vector<bool> preset(t.calls.size());
+  for (std::size_t i = 0; i < t.calls.size(); ++i)
+    preset[i] = t.calls[i].kernel >= 0 || t.calls[i].has_gpu();
+  std::vector<bool> linked(t.calls.size(), false);
+
+  std::unordered_map<uint32_t, std::size_t> by_correlation;
+  for (std::size_t i = 0; i < t.kernels.size(); ++i) {
+    if (t.kernels[i].correlation != 0) by_correlation.emplace(t.kernels[i].correlation, i);
+  }
+
+  // CUPTI stream id <-> cudaStream_t, learned from any link whose kernel is known.
+  std::unordered_map<uint32_t, uint64_t> stream_of_cupti_id;
+  std::vector<bool> kernel_claimed(t.kernels.size(), false);
+  std::map<uint64_t, std::vector<std::size_t>> orphans;  // by cudaStream_t, launched outside calls
+
+  // 1. Captured calls and correlation links.
+  for (const auto& l : t.links) {
+    auto func = static_cast<Func>(l.prefix.u8a);
+    if (l.correlation == 0) {
+      if (l.prefix.flags & format::kCallGraphCaptured) {
+        int c = calls.find(l.comm_id, l.seq, func, l.t_ns);
+        if (c >= 0 && !(t.calls[c].flags & format::kCallGraphCaptured)) {
+          t.calls[c].flags |= format::kCallGraphCaptured;
+          ++stats.captured;
+        }
+      }
+      continue;
+    }
+    auto kit = by_correlation.find(l.correlation);
+    if (kit == by_correlation.end()) continue;
+    std::size_t k = kit->second;
+    kernel_claimed[k] = true;
+    if (l.stream != 0) stream_of_cupti_id.emplace(t.kernels[k].stream, l.stream);
+    if (l.comm_id != 0) {
+      int c = calls.find(l.comm_id, l.seq, func, l.t_ns);
+      if (c >= 0 && !preset[c]) {
+        attach(t, static_cast<std::size_t>(c), k);
+        linked[c] = true;
+      }
+    } else if (l.group_id != 0) {
+      if (const auto* members = calls.group(l.group_id)) {
+        for (std::size_t c : *members) {
+          if (preset[c] || !wants_gpu(t.calls[c])) continue;
+          if (l.stream != 0 && t.calls[c].stream != l.stream) continue;
+          attach(t, c, k);
+          linked[c] = true;
+        }
+      }
+    } else {
+      orphans[l.stream].push_back(k);
+    }
+  }
+  for (std::size_t i = 0; i < t.calls.size(); ++i) stats.by_correlation += linked[i];
+
+  // 2. CUDA-event intervals (lite mode).
+  for (const auto& g : t.coll_gpu) {
+    auto func = static_cast<Func>(g.prefix.u8a);
+    auto time = [&](std::size_t c) {
+      if (preset[c] || linked[c]) return;
+      widen(t.calls[c], g.start_ns, g.end_ns);
+      linked[c] = true;
+      ++stats.by_events;
+    };
+    if (func != Func::kGroupEnd && g.comm_id != 0) {
+      int c = calls.find(g.comm_id, g.seq, func, g.start_ns);
+      if (c >= 0) time(static_cast<std::size_t>(c));
+    } else if (const auto* members = calls.group(g.group_id)) {
+      for (std::size_t c : *members) {
+        if (wants_gpu(t.calls[c]) && (g.stream == 0 || t.calls[c].stream == g.stream)) time(c);
+      }
+    }
+  }
+
+  // 3. Order on the stream: orphan launches plus NCCL kernels nobody linked, on a stream we
+  // can name, paired in order with the calls on that stream still without GPU time.
+  for (std::size_t k = 0; k < t.kernels.size(); ++k) {
+    if (kernel_claimed[k] || !t.kernels[k].nccl) continue;
+    auto s = stream_of_cupti_id.find(t.kernels[k].stream);
+    if (s != stream_of_cupti_id.end()) orphans[s->second].push_back(k);
+  }
+  for (auto& [stream, kernels] : orphans) {
+    std::sort(kernels.begin(), kernels.end(), [&](std::size_t a, std::size_t b) {
+      return t.kernels[a].start_ns < t.kernels[b].start_ns;
+    });
+    kernels.erase(std::unique(kernels.begin(), kernels.end()), kernels.end());
+    std::vector<std::size_t> waiting;
+    for (std::size_t c = 0; c < t.calls.size(); ++c) {
+      const CallEvent& call = t.calls[c];
+      if (preset[c] || linked[c] || !wants_gpu(call) || call.stream != stream) continue;
+      if (call.flags & (format::kCallNoKernel | format::kCallGraphCaptured)) continue;
+      waiting.push_back(c);
+    }
+    std::sort(waiting.begin(), waiting.end(), [&](std::size_t a, std::size_t b) {
+      return t.calls[a].enter_ns < t.calls[b].enter_ns;
+    });
+    std::size_t next = 0;
+    for (std::size_t c : waiting) {
+      while (next < kernels.size() && t.kernels[kernels[next]].start_ns < t.calls[c].enter_ns)
+        ++next;
+      if (next == kernels.size()) break;
+      attach(t, c, kernels[next++]);
+      linked[c] = true;
+      ++stats.by_order;
+    }
+  }
+
+  for (std::size_t c = 0; c < t.calls.size(); ++c) {
+    if (wants_gpu(t.calls[c]) && !t.calls[c].has_gpu()) ++stats.calls_without_gpu;
+  }
+  for (const auto& k : t.kernels) {
+    if (k.nccl && k.call < 0) ++stats.nccl_kernels_without_call;
+  }
+  return stats;
+}
+
+}  // namespace ncclwatch::timeline

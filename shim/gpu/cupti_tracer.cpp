@@ -1,0 +1,265 @@
+#include "cupti_tracer.h"
+
+#include <cuda.h>
+#include <cupti.h>  // brings generated_cuda_meta.h (launch parameter structs) with its prerequisites
+#include <cupti_driver_cbid.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "record/recorder.h"
+
+namespace ncclwatch::shim::gpu {
+namespace {
+
+// The driver entry points every kernel launch goes through: NCCL >= 2.22 calls cuLaunchKernelEx
+// through a pointer it fetched itself, the runtime's cudaLaunchKernel lands in cuLaunchKernel.
+constexpr CUpti_CallbackId kLaunchCbids[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+
+uint64_t launch_stream(CUpti_CallbackId cbid, const void* params) {
+  if (params == nullptr) return 0;
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+      return reinterpret_cast<uint64_t>(static_cast<const cuLaunchKernel_params*>(params)->hStream);
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
+      const CUlaunchConfig* config = static_cast<const cuLaunchKernelEx_params*>(params)->config;
+      return config ? reinterpret_cast<uint64_t>(config->hStream) : 0;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      return reinterpret_cast<uint64_t>(
+          static_cast<const cuLaunchCooperativeKernel_params*>(params)->hStream);
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+      return reinterpret_cast<uint64_t>(static_cast<const cuGraphLaunch_params*>(params)->hStream);
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+CuptiTracer& CuptiTracer::instance() {
+  static CuptiTracer* tracer = new CuptiTracer();  // never destroyed: CUPTI may call back late
+  return *tracer;
+}
+
+uint64_t CUPTIAPI CuptiTracer::host_timestamp() {
+  return static_cast<uint64_t>(now_ns());
+}
+
+// Runs on the launching thread (an application thread, or NCCL's own for non-blocking comms),
+// inside the driver call: hot-path rules.
+void CUPTIAPI CuptiTracer::on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                  const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || data == nullptr) return;
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  if (cb->callbackSite != CUPTI_API_ENTER) return;
+  const InFlightCall& call = in_flight_call();
+  format::Record r{};
+  auto& link = r.link;
+  link.prefix.kind = format::RecordKind::kKernelLink;
+  link.prefix.tid = thread_id();
+  link.t_ns = now_ns();
+  link.correlation = cb->correlationId;
+  link.stream = launch_stream(cbid, cb->functionParams);
+  if (call.active) {
+    link.prefix.u8a = static_cast<uint8_t>(call.func);
+    link.comm_id = call.func == format::Func::kGroupEnd ? 0 : call.comm_id;
+    link.seq = call.seq;
+    link.group_id = call.group_id;
+    if (link.stream == 0) link.stream = call.stream;
+  } else if (is_nccl_kernel_name(cb->symbolName)) {
+    // An NCCL kernel launched outside any wrapped call: a non-blocking communicator's own
+    // thread. The link still ties the kernel to its cudaStream_t so the collector can pair it
+    // with the calls on that stream in order.
+    link.prefix.u8a = static_cast<uint8_t>(format::Func::kUnknown);
+  } else {
+    return;  // compute launches need no link: LaunchRecords carry their host side
+  }
+  emit(r);
+}
+
+void CUPTIAPI CuptiTracer::on_buffer_requested(uint8_t** buffer, size_t* size,
+                                               size_t* max_records) {
+  CuptiTracer& t = instance();
+  *max_records = 0;
+  *buffer = t.pool_ ? t.pool_->acquire() : nullptr;
+  *size = *buffer ? t.pool_->buffer_bytes() : 0;
+}
+
+void CUPTIAPI CuptiTracer::on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer,
+                                               size_t, size_t valid) {
+  CuptiTracer& t = instance();
+  uint64_t zero_before = 0, zero_after = 0;
+  {
+    std::lock_guard<std::mutex> lock(t.convert_mutex_);
+    if (t.converter_) {
+      zero_before = t.converter_->stats().zero_timestamps;
+      if (t.clock_.measured()) t.clock_.remeasure();
+      t.converter_->convert_buffer(t.api_.ActivityGetNextRecord, buffer, valid);
+      zero_after = t.converter_->stats().zero_timestamps;
+    }
+  }
+  if (t.pool_) t.pool_->release(buffer);
+  size_t dropped = 0;
+  if (t.api_.ActivityGetNumDroppedRecords != nullptr &&
+      t.api_.ActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS &&
+      dropped > 0) {
+    add_cupti_dropped(dropped);
+  }
+  if (zero_after > zero_before) {
+    add_cupti_dropped(zero_after - zero_before);
+    t.zero_ts_seen_.store(true, std::memory_order_release);
+  }
+}
+
+CUptiResult CuptiTracer::subscribe_and_enable(bool with_timestamp_callback, std::string& why) {
+  CUptiResult r = api_.Subscribe(&subscriber_, &CuptiTracer::on_api, nullptr);
+  if (r != CUPTI_SUCCESS) {
+    subscriber_ = nullptr;
+    why = std::string("cuptiSubscribe: ") + api_.result_string(r);
+    return r;
+  }
+  for (CUpti_CallbackId cbid : kLaunchCbids) {
+    r = api_.EnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+    if (r != CUPTI_SUCCESS) {
+      why = std::string("cuptiEnableCallback: ") + api_.result_string(r);
+      unsubscribe();
+      return r;
+    }
+  }
+  if (with_timestamp_callback) {
+    // Must precede enabling any activity kind (cupti_activity.h).
+    if (api_.ActivityRegisterTimestampCallback(&CuptiTracer::host_timestamp) != CUPTI_SUCCESS) {
+      clock_.use_measured(reinterpret_cast<ClockConverter::CuptiTimestampFn>(api_.GetTimestamp));
+    }
+  }
+  r = api_.ActivityRegisterCallbacks(&CuptiTracer::on_buffer_requested,
+                                     &CuptiTracer::on_buffer_completed);
+  if (r == CUPTI_SUCCESS) r = api_.ActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r != CUPTI_SUCCESS) {
+    why = std::string("cuptiActivityEnable(CONCURRENT_KERNEL): ") + api_.result_string(r);
+    unsubscribe();
+    return r;
+  }
+  // Optional kinds: a CUPTI without them still gives the kernels that matter.
+  api_.ActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
+  api_.ActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
+  api_.ActivityEnable(CUPTI_ACTIVITY_KIND_MARKER);
+  if (api_.ActivityEnableDriverApi != nullptr) {
+    // Only the launch functions: host side of launches without the volume of every API call.
+    for (CUpti_CallbackId cbid : kLaunchCbids) api_.ActivityEnableDriverApi(cbid, 1);
+  }
+  return CUPTI_SUCCESS;
+}
+
+void CuptiTracer::unsubscribe() noexcept {
+  if (subscriber_ != nullptr) api_.Unsubscribe(subscriber_);
+  subscriber_ = nullptr;
+}
+
+CuptiTracer::StartResult CuptiTracer::start(CuptiApi api, const TracerOptions& options,
+                                            std::string& why) {
+  if (started()) return StartResult::kStarted;
+  api_ = std::move(api);
+  options_ = options;
+  pool_ = std::make_unique<BufferPool>(options.buffers, options.buffer_bytes);
+  bool callback = !options.measured_clock && api_.ActivityRegisterTimestampCallback != nullptr;
+  if (callback) {
+    clock_.use_host_clock();
+  } else {
+    clock_.use_measured(reinterpret_cast<ClockConverter::CuptiTimestampFn>(api_.GetTimestamp));
+  }
+  converter_ = std::make_unique<ActivityConverter>(&emit, clock_, options.filter);
+  CUptiResult r = subscribe_and_enable(callback, why);
+  if (r != CUPTI_SUCCESS) {
+    converter_.reset();
+    pool_.reset();
+    return r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? StartResult::kBusy
+                                                               : StartResult::kFailed;
+  }
+  started_.store(true, std::memory_order_release);
+  thread_ = std::thread([this] { background(); });
+  return StartResult::kStarted;
+}
+
+void CuptiTracer::background() noexcept {
+  auto period =
+      std::chrono::milliseconds(options_.flush_period_ms > 0 ? options_.flush_period_ms : 1000);
+  auto slice = std::chrono::milliseconds(20);
+  auto next_flush = std::chrono::steady_clock::now() + period;
+  while (!stopping_.load(std::memory_order_acquire)) {
+    std::this_thread::sleep_for(slice);
+    if (zero_ts_seen_.load(std::memory_order_acquire) &&
+        !recovered_.load(std::memory_order_acquire)) {
+      recover_from_zero_timestamps();
+    }
+    if (std::chrono::steady_clock::now() >= next_flush) {
+      api_.ActivityFlushAll(0);  // completed buffers only; never waits for the GPU
+      next_flush = std::chrono::steady_clock::now() + period;
+    }
+  }
+}
+
+// CUDA 12.6u2-13.0: with a timestamp callback registered, GPU records can come back with zero
+// timestamps. The callback cannot be unregistered (NULL is rejected), so detach CUPTI
+// completely (cuptiFinalize) and attach again without it, converting CUPTI's own clock with a
+// measured offset. Kernels completing during the switch are lost (counted as CUPTI drops).
+void CuptiTracer::recover_from_zero_timestamps() noexcept {
+  recovered_.store(true, std::memory_order_release);
+  if (api_.Finalize == nullptr) {
+    std::fprintf(stderr,
+                 "ncclwatch: CUPTI returned zero kernel timestamps (CUDA 12.6u2-13.0 bug) and "
+                 "cannot be re-attached; set NCCLWATCH_CUPTI_CLOCK=measured\n");
+    return;
+  }
+  api_.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  unsubscribe();
+  api_.Finalize();
+  {
+    std::lock_guard<std::mutex> lock(convert_mutex_);
+    clock_.use_measured(reinterpret_cast<ClockConverter::CuptiTimestampFn>(api_.GetTimestamp));
+  }
+  std::string why;
+  if (subscribe_and_enable(false, why) != CUPTI_SUCCESS) {
+    std::fprintf(stderr,
+                 "ncclwatch: CUPTI returned zero kernel timestamps and could not be re-attached "
+                 "(%s): no GPU timeline from now on\n",
+                 why.c_str());
+    return;
+  }
+  std::fprintf(stderr,
+               "ncclwatch: CUPTI returned zero kernel timestamps (CUDA 12.6u2-13.0 bug): "
+               "switched to a measured CUPTI clock offset\n");
+}
+
+void CuptiTracer::flush() noexcept {
+  if (!started()) return;
+  api_.ActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+}
+
+void CuptiTracer::stop() noexcept {
+  if (!started()) return;
+  stopping_.store(true, std::memory_order_release);
+  if (thread_.joinable()) thread_.join();
+  flush();
+}
+
+ConverterStats CuptiTracer::stats() {
+  std::lock_guard<std::mutex> lock(convert_mutex_);
+  return converter_ ? converter_->stats() : ConverterStats{};
+}
+
+}  // namespace ncclwatch::shim::gpu

@@ -1,0 +1,57 @@
+// Between the fake libcudart (which owns the virtual GPU) and the fake libcupti (which turns
+// what the virtual GPU did into CUPTI callbacks and activity buffers). Fake-only C ABI: the fake
+// CUPTI installs its hooks with ncclwatch_fake_cuda_set_cupti_hooks, exported by the fake
+// cudart; with no hooks installed the virtual GPU still runs, unobserved (like CUDA without a
+// profiler).
+#pragma once
+
+#include <cstdint>
+
+extern "C" {
+
+enum NcclwatchFakeActivityKind { kFakeKernel = 0, kFakeMemcpy = 1, kFakeMemset = 2 };
+
+// One piece of GPU work, times on the host CLOCK_MONOTONIC (the virtual GPU clock).
+struct NcclwatchFakeActivity {
+  int kind;
+  const char* name;  // interned by the fake cudart: valid for the life of the process
+  int64_t start_ns;
+  int64_t end_ns;
+  uint32_t device;
+  uint32_t stream_id;
+  uint32_t correlation;
+  uint32_t graph_id;
+  uint64_t graph_node_id;
+  uint64_t bytes;
+};
+
+// Host side of one driver launch call.
+struct NcclwatchFakeApiCall {
+  uint32_t cbid;  // CUPTI_DRIVER_TRACE_CBID_*
+  uint32_t correlation;
+  uint32_t tid;
+  int64_t start_ns;
+  int64_t end_ns;
+};
+
+struct NcclwatchFakeCuptiHooks {
+  // On the launching thread, at API entry of a driver launch (cbid), before the work is queued.
+  void (*launch_enter)(uint32_t cbid, const char* function, const char* symbol, const void* params,
+                       uint32_t correlation);
+  void (*activity)(const NcclwatchFakeActivity* activity);
+  void (*api_call)(const NcclwatchFakeApiCall* call);
+  // NVTX push (push=1) / pop (push=0) on the calling thread.
+  void (*range)(int push, const char* name, int64_t t_ns, uint32_t tid);
+};
+
+void ncclwatch_fake_cuda_set_cupti_hooks(const NcclwatchFakeCuptiHooks* hooks);
+
+// Knob for tests and fake_train: the next compute kernel this thread launches (cudaLaunchKernel,
+// cudaLaunchKernelExC) gets this name and runs this long on the virtual GPU. Without it a
+// kernel is "fake_kernel" and runs 10 us.
+void ncclwatch_fake_cuda_next_kernel(const char* name, int64_t duration_ns);
+
+// The fake-GPU seam (tests/fakes/nccl/fake_gpu_seam.h), implemented by the fake cudart.
+int64_t ncclwatch_fake_gpu_launch(void* stream, const char* kernel_name, uint64_t* token);
+void ncclwatch_fake_gpu_complete(uint64_t token, int64_t end_ns);
+}
