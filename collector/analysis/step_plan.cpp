@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <limits>
 #include <map>
 
 namespace ncclwatch::analysis {
@@ -20,6 +22,94 @@ std::string lower(const std::string& s) {
 
 int64_t call_end(const model::CallEvent& c) {
   return c.has_gpu() ? c.gpu_end_ns : c.exit_ns;
+}
+int64_t call_start(const model::CallEvent& c) {
+  return c.has_gpu() ? c.gpu_start_ns : c.enter_ns;
+}
+
+// Gaps below this are "back to back" (a kernel queued behind the previous one).
+constexpr int64_t kGapFloorNs = 1000;
+// Wide and narrow gaps must differ by at least this factor (DDP: forward + optimizer + first
+// backward segment vs one backward segment minus its all-reduce; often only ~2x).
+constexpr double kMinGapJump = 1.5;
+
+// Does step period P (phase o) explain the gaps: at least 3/4 of the gaps before phase-o
+// calls are wide (>= threshold), at most 1/4 of the others are?
+bool explains(const std::vector<int64_t>& gaps, std::size_t w, std::size_t end, std::size_t P,
+              int64_t threshold, std::size_t& phase) {
+  std::vector<std::size_t> wide(P, 0), count(P, 0);
+  std::size_t wide_total = 0, total = 0;
+  for (std::size_t i = std::max<std::size_t>(w, 1); i < end; ++i) {
+    const std::size_t o = (i - w) % P;
+    const bool is_wide = gaps[i] >= threshold;
+    wide[o] += is_wide;
+    ++count[o];
+    wide_total += is_wide;
+    ++total;
+  }
+  std::size_t best = 0;
+  for (std::size_t o = 1; o < P; ++o) {
+    if (wide[o] > wide[best]) best = o;
+  }
+  if (count[best] == 0 || 4 * wide[best] < 3 * count[best]) return false;
+  const std::size_t other_wide = wide_total - wide[best], others = total - count[best];
+  if (4 * other_wide > others) return false;
+  phase = best;
+  return true;
+}
+
+// The step period among multiples P = m x p of the token period: gaps between calls split
+// into narrow (within a step) and wide (the forward pass, where no gradient is ready) at one
+// of the largest ratio jumps of their sorted values; the smallest P whose phase structure
+// matches that split wins. Looks at the same window as the period search.
+bool choose_step_period(const std::vector<int64_t>& gaps, std::size_t w, std::size_t p,
+                        std::size_t& period, std::size_t& phase) {
+  const std::size_t end = std::min(gaps.size(), w + kPeriodWindow);
+  if (end <= w + 1) return false;
+  std::vector<int64_t> sorted;
+  for (std::size_t i = std::max<std::size_t>(w, 1); i < end; ++i) {
+    sorted.push_back(std::max(gaps[i], kGapFloorNs));
+  }
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::pair<double, int64_t>> cuts;  // (ratio, threshold)
+  for (std::size_t j = 0; j + 1 < sorted.size(); ++j) {
+    const double ratio = static_cast<double>(sorted[j + 1]) / static_cast<double>(sorted[j]);
+    if (ratio >= kMinGapJump) {
+      cuts.emplace_back(ratio, static_cast<int64_t>(std::sqrt(static_cast<double>(sorted[j]) *
+                                                              static_cast<double>(sorted[j + 1]))));
+    }
+  }
+  std::sort(cuts.begin(), cuts.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (std::size_t c = 0; c < cuts.size() && c < 4; ++c) {
+    for (std::size_t m = 1; m <= 64 && 2 * m * p <= end - w; ++m) {
+      if (explains(gaps, w, end, m * p, cuts[c].second, phase)) {
+        period = m * p;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Fallback phase: the offset whose gaps are widest on average.
+std::size_t widest_gap_phase(const std::vector<int64_t>& gaps, std::size_t w, std::size_t p) {
+  std::size_t phase = 0;
+  int64_t best_gap = std::numeric_limits<int64_t>::min();
+  for (std::size_t o = 0; o < p; ++o) {
+    int64_t sum = 0;
+    int64_t count = 0;
+    for (std::size_t i = w + o; i < gaps.size() && count < 64; i += p) {
+      if (i == 0) continue;
+      sum += gaps[i];
+      ++count;
+    }
+    if (count && sum / count > best_gap) {
+      best_gap = sum / count;
+      phase = o;
+    }
+  }
+  return phase;
 }
 
 bool is_traffic(const model::CallEvent& c) {
@@ -87,23 +177,18 @@ bool steps_from_period(const model::RankTrace& rank, int64_t trace_begin, StepPl
   // Warm-up calls (DDP's initial parameter broadcast, ...) precede the first repeating one.
   std::size_t w = 0;
   while (w + p < n && tokens[w] != tokens[w + p]) ++w;
-  // Phase: a step starts after the largest typical gap between calls (the forward pass, where
-  // no gradient is ready), so boundaries fall at the end of the previous step's last call.
-  std::size_t phase = 0;
-  int64_t best_gap = -1;
-  for (std::size_t o = 0; o < p; ++o) {
-    int64_t gap = 0;
-    std::size_t count = 0;
-    for (std::size_t i = w + o; i < n && count < 64; i += p, ++count) {
-      if (i == 0) continue;
-      gap += rank.calls[idx[i]].enter_ns - call_end(rank.calls[idx[i - 1]]);
-    }
-    if (count && gap / static_cast<int64_t>(count) > best_gap) {
-      best_gap = gap / static_cast<int64_t>(count);
-      phase = o;
-    }
+  // Calls with the same (comm, op, bytes) can repeat within a step (equal-sized buckets), so
+  // the token period p may be a fraction of the step. The step is the smallest multiple of p
+  // whose call gaps show one dominant gap per period (the forward pass, where no gradient is
+  // ready) — boundaries then fall at the end of the previous step's last call.
+  std::vector<int64_t> gaps(n, 0);
+  for (std::size_t i = 1; i < n; ++i) {
+    gaps[i] = call_start(rank.calls[idx[i]]) - call_end(rank.calls[idx[i - 1]]);
   }
+  std::size_t period = p, phase = 0;
+  if (!choose_step_period(gaps, w, p, period, phase)) phase = widest_gap_phase(gaps, w, p);
   const std::size_t k = w + phase;
+  const std::size_t p_tokens = p;
   int64_t begin = trace_begin;
   if (k > 0) {
     // Calls before the first full period form a step of their own (always warm-up).
@@ -111,12 +196,13 @@ bool steps_from_period(const model::RankTrace& rank, int64_t trace_begin, StepPl
     if (end > begin) plan.steps.push_back({begin, end});
     begin = std::max(begin, end);
   }
-  for (std::size_t s = k; s + p <= n; s += p) {
-    const int64_t end = call_end(rank.calls[idx[s + p - 1]]);
+  for (std::size_t s = k; s + period <= n; s += period) {
+    const int64_t end = call_end(rank.calls[idx[s + period - 1]]);
     if (end > begin) plan.steps.push_back({begin, end});
     begin = std::max(begin, end);
   }
-  plan.source = "repeating collective sequence (" + std::to_string(p) + " calls per step)";
+  plan.source = "repeating collective sequence (" + std::to_string(period) + " calls per step" +
+                (period != p_tokens ? ", split at the widest gap" : "") + ")";
   return plan.steps.size() >= 2;
 }
 

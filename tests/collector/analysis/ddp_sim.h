@@ -1,0 +1,57 @@
+// A tiny DDP simulator for the analysis tests: ranks run forward, a backward split into one
+// segment per gradient bucket, an all-reduce per bucket and an optimizer step, on a virtual
+// GPU clock. Every all-reduce ends for all ranks `transfer_ns` after its last member arrived
+// (NCCL's ring cannot finish before everyone joined), so stragglers make peers wait exactly as
+// on a real cluster, and every expected figure can be derived by hand from the parameters.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/clock_alignment.h"
+#include "model/job_trace.h"
+#include "model/match_result.h"
+
+namespace ncclwatch::analysis::testing {
+
+struct SimRank {
+  std::string host = "node-a";
+  double compute_scale = 1.0;  // > 1: slow GPU
+  int64_t host_stall_ns = 0;   // every step, before the input copy (data loading)
+  int64_t spike_ns = 0;        // extra stall on steps s with (s + 1) % spike_every == 0
+  int spike_every = 0;
+  int64_t clock_skew_ns = 0;  // this rank's clock reads true time + skew
+};
+
+struct SimParams {
+  std::vector<SimRank> ranks;
+  int steps = 12;
+  int buckets = 4;
+  int64_t forward_ns = 5'000'000;
+  int64_t segment_ns = 2'000'000;   // backward per bucket
+  int64_t transfer_ns = 1'000'000;  // all-reduce once everyone is there
+  int64_t optimizer_ns = 1'000'000;
+  int64_t memcpy_ns = 500'000;  // input batch H2D: neither comm nor compute
+  uint64_t bucket_bytes = 25u << 20;
+  bool after_backward = false;      // all-reduces only after the whole backward (no overlap)
+  int64_t jitter_ns = 0;            // uniform [0, jitter) on every kernel and stall
+  bool host_only = false;           // no GPU records: calls only
+  bool lite = false;                // collectives' GPU intervals only (CUDA events), no kernels
+  bool step_ranges = false;         // emit ProfilerStep#N ranges
+  int64_t launch_lead_ns = 40'000;  // host call entry precedes the kernel start by this
+  uint64_t seed = 1;
+};
+
+struct SimJob {
+  model::JobTrace job;
+  model::MatchResult match;
+  model::ClockAlignment clocks;  // undoes the skews
+};
+
+SimJob simulate(const SimParams& p);
+
+// A params helper: n ranks, `per_host` ranks per host named node-a, node-b, ...
+SimParams sim_params(int nranks, int per_host);
+
+}  // namespace ncclwatch::analysis::testing

@@ -1,0 +1,80 @@
+// Step detection: from step-like ranges, else from the period of the collective sequence.
+#include "analysis/step_plan.h"
+
+#include <gtest/gtest.h>
+
+#include "ddp_sim.h"
+
+namespace ncclwatch::analysis {
+namespace {
+
+TEST(StepDetector, RecognisesStepRangeNames) {
+  EXPECT_TRUE(StepDetector::looks_like_step("ProfilerStep#4"));
+  EXPECT_TRUE(StepDetector::looks_like_step("train_step"));
+  EXPECT_TRUE(StepDetector::looks_like_step("Step 12"));
+  EXPECT_FALSE(StepDetector::looks_like_step("forward"));
+  EXPECT_EQ(StepDetector::family_of("ProfilerStep#4"), StepDetector::family_of("ProfilerStep#17"));
+  EXPECT_EQ(StepDetector::family_of("step_3"), "step");
+}
+
+TEST(StepDetector, PeriodOfTokenSequences) {
+  std::vector<uint64_t> abc;
+  for (int i = 0; i < 20; ++i) abc.insert(abc.end(), {1, 2, 3});
+  EXPECT_EQ(StepDetector::period_of(abc), 3u);
+  std::vector<uint64_t> warm{9, 9, 8};  // a warm-up prefix (initial broadcasts) is tolerated
+  warm.insert(warm.end(), abc.begin(), abc.end());
+  warm.insert(warm.end(), abc.begin(), abc.end());
+  EXPECT_EQ(StepDetector::period_of(warm), 3u);
+  EXPECT_EQ(StepDetector::period_of(std::vector<uint64_t>(10, 7)), 1u);
+  std::vector<uint64_t> distinct;
+  for (uint64_t i = 0; i < 50; ++i) distinct.push_back(i);
+  EXPECT_EQ(StepDetector::period_of(distinct), 0u);
+  EXPECT_EQ(StepDetector::period_of({}), 0u);
+}
+
+TEST(StepDetector, StepsFromCollectivePeriod) {
+  auto p = testing::sim_params(2, 2);
+  p.steps = 12;
+  const auto sim = testing::simulate(p);
+  const model::RankTrace& r = sim.job.ranks[0];
+  const StepPlan plan =
+      StepDetector::detect(r, r.kernels.front().start_ns, r.kernels.back().end_ns);
+  ASSERT_EQ(plan.steps.size(), 12u);
+  EXPECT_EQ(plan.warmup, 1u);  // 3+ steps: the first is warm-up
+  EXPECT_NE(plan.source.find("4 calls per step"), std::string::npos) << plan.source;
+  for (std::size_t c = 0; c < r.calls.size(); ++c)
+    EXPECT_EQ(plan.step_of_call[c], static_cast<int32_t>(c / 4));
+  // Boundaries sit at the end of each step's last all-reduce.
+  EXPECT_EQ(plan.steps[1].begin, r.calls[3].gpu_end_ns);
+  EXPECT_EQ(plan.steady.begin, plan.steps[1].begin);
+  EXPECT_EQ(plan.steady.end, r.calls.back().gpu_end_ns);
+}
+
+TEST(StepDetector, StepsFromProfilerStepRanges) {
+  auto p = testing::sim_params(2, 2);
+  p.steps = 5;
+  p.step_ranges = true;
+  const auto sim = testing::simulate(p);
+  const model::RankTrace& r = sim.job.ranks[1];
+  const StepPlan plan = StepDetector::detect(r, 0, 0);
+  ASSERT_EQ(plan.steps.size(), 5u);
+  EXPECT_NE(plan.source.find("ProfilerStep#"), std::string::npos) << plan.source;
+  EXPECT_EQ(plan.steps[2].begin, r.ranges[2].start_ns);
+}
+
+TEST(StepDetector, FewStepsKeepEveryStepAndNoStepsMeansWholeTrace) {
+  auto p = testing::sim_params(2, 2);
+  p.steps = 2;
+  const auto sim = testing::simulate(p);
+  const model::RankTrace& r = sim.job.ranks[0];
+  const StepPlan two = StepDetector::detect(r, r.kernels.front().start_ns, r.kernels.back().end_ns);
+  EXPECT_EQ(two.steps.size(), 2u);
+  EXPECT_EQ(two.warmup, 0u);
+  model::RankTrace empty;
+  const StepPlan none = StepDetector::detect(empty, 10, 50);
+  EXPECT_TRUE(none.steps.empty());
+  EXPECT_EQ(none.steady, (Interval{10, 50}));
+}
+
+}  // namespace
+}  // namespace ncclwatch::analysis

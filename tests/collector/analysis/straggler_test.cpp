@@ -1,0 +1,206 @@
+// Stragglers with known answers on the DDP simulator: 4 ranks on 2 hosts (node-a: 0,1;
+// node-b: 2,3), 12 steps, forward 5 ms, 4 x 2 ms backward segments, 1 ms all-reduces,
+// 1 ms optimizer, 20 µs jitter on every kernel. Derivations in the comments.
+#include <gtest/gtest.h>
+
+#include "analysis/analyze.h"
+#include "analysis/arrivals.h"
+#include "analysis/straggler_verdict.h"
+#include "ddp_sim.h"
+
+namespace ncclwatch::analysis {
+namespace {
+
+struct AnalyzedRun {
+  model::Report report;
+  nlohmann::json stragglers;
+  explicit AnalyzedRun(const testing::SimParams& p) {
+    const auto s = testing::simulate(p);
+    analyze(s.job, s.match, s.clocks, report);
+    stragglers = report.json["stragglers"];
+  }
+};
+
+testing::SimParams base() {
+  auto p = testing::sim_params(4, 2);
+  p.jitter_ns = 20'000;
+  return p;
+}
+
+double us(const nlohmann::json& j, const char* k) {
+  return j[k].get<double>();
+}
+
+TEST(Stragglers, CleanRunReportsNone) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    auto p = base();
+    p.seed = seed;
+    p.jitter_ns = 50'000;
+    const AnalyzedRun run(p);
+    EXPECT_TRUE(run.stragglers.empty()) << run.stragglers.dump(1);
+    EXPECT_EQ(run.report.findings.front().text.rfind("no straggler", 0), 0u)
+        << run.report.findings.front().text;
+  }
+}
+
+TEST(Stragglers, SlowGpuRank) {
+  // Rank 2 computes 1.2x slower. Per step it starts 0.2 ms late (its optimizer), reaches
+  // bucket 1 at +1.6 ms, and buckets 2-4 at +1.4 ms each (peers' all-reduces are queued
+  // behind the previous late one): mean lateness vs the median rank = 1.45 ms.
+  auto p = base();
+  p.ranks[2].compute_scale = 1.2;
+  const AnalyzedRun run(p);
+  ASSERT_EQ(run.stragglers.size(), 1u) << run.stragglers.dump(1);
+  const auto& s = run.stragglers[0];
+  EXPECT_EQ(s["rank"], 2);
+  EXPECT_EQ(s["host"], "node-b");
+  EXPECT_EQ(s["cause"], "gpu-slow");
+  EXPECT_EQ(s["pattern"], "persistent");
+  EXPECT_GE(us(s, "arrived_last_pct"), 95.0);
+  EXPECT_NEAR(us(s, "mean_lateness_us"), 1450.0, 150.0);
+  EXPECT_NE(s["evidence"].get<std::string>().find("compute"), std::string::npos);
+}
+
+TEST(Stragglers, HostStalledRank) {
+  // Rank 1 stalls 3 ms before every step. Bucket 1: +3 ms; buckets 2-4: +1 ms (peers queue
+  // behind bucket 1, which ended 1 ms after rank 1 arrived): mean lateness 1.5 ms. Inflicted
+  // wait per step = 3 x 3 ms + 3 x (3 x 1 ms) = 18 ms; 12 steps -> 216 ms.
+  auto p = base();
+  p.ranks[1].host_stall_ns = 3'000'000;
+  const AnalyzedRun run(p);
+  ASSERT_EQ(run.stragglers.size(), 1u) << run.stragglers.dump(1);
+  const auto& s = run.stragglers[0];
+  EXPECT_EQ(s["rank"], 1);
+  EXPECT_EQ(s["cause"], "host-stall");
+  EXPECT_GE(us(s, "arrived_last_pct"), 95.0);
+  EXPECT_NEAR(us(s, "mean_lateness_us"), 1500.0, 100.0);
+  EXPECT_NEAR(us(s, "inflicted_wait_us"), 216000.0, 216000.0 * 0.05);
+  EXPECT_EQ(run.report.json["straggler_analysis"]["timestamps"], "gpu_kernel_start");
+}
+
+TEST(Stragglers, ClockSkewIsUndoneByTheAlignment) {
+  auto p = base();
+  p.ranks[1].host_stall_ns = 3'000'000;
+  p.ranks[3].clock_skew_ns = 5'000'000'000;  // would make rank 3 look 5 s late, unaligned
+  p.ranks[0].clock_skew_ns = -3'000'000'000;
+  const AnalyzedRun run(p);
+  ASSERT_EQ(run.stragglers.size(), 1u) << run.stragglers.dump(1);
+  EXPECT_EQ(run.stragglers[0]["rank"], 1);
+  EXPECT_NEAR(us(run.stragglers[0], "mean_lateness_us"), 1500.0, 100.0);
+}
+
+TEST(Stragglers, WholeSlowNode) {
+  // Both ranks of node-b stall 3 ms. The median of 4 arrivals sits halfway: node-b ranks are
+  // +1.5 ms at bucket 1 and +0.5 ms at buckets 2-4 (mean 0.75 ms); node-b's latest rank beats
+  // node-a's by > 1 ms in every instance -> node problem.
+  auto p = base();
+  p.ranks[2].host_stall_ns = 3'000'000;
+  p.ranks[3].host_stall_ns = 3'000'000;
+  const AnalyzedRun run(p);
+  const auto& nodes = run.report.json["straggler_analysis"]["node_problems"];
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0]["host"], "node-b");
+  EXPECT_EQ(nodes[0]["ranks"], nlohmann::json({2, 3}));
+  EXPECT_GE(us(nodes[0], "arrived_last_pct"), 95.0);
+  ASSERT_EQ(run.stragglers.size(), 2u) << run.stragglers.dump(1);
+  for (const auto& s : run.stragglers) {
+    EXPECT_EQ(s["host"], "node-b");
+    EXPECT_TRUE(s["node_problem"].get<bool>());
+    EXPECT_EQ(s["cause"], "host-stall");
+    EXPECT_NEAR(us(s, "mean_lateness_us"), 750.0, 100.0);
+  }
+  EXPECT_EQ(run.report.findings.front().text.rfind("node node-b (ranks 2, 3) arrives last", 0), 0u)
+      << run.report.findings.front().text;
+}
+
+TEST(Stragglers, PeriodicSpikeEveryTenthStep) {
+  // Rank 3 stalls 20 ms on steps 10, 20, 30, 40 (checkpointing): late by 20 ms at bucket 1
+  // of those steps only; arrived last ~32% (10% + 90% x fair 25%) is no persistent straggler.
+  auto p = base();
+  p.steps = 40;
+  p.ranks[3].spike_every = 10;
+  p.ranks[3].spike_ns = 20'000'000;
+  const AnalyzedRun run(p);
+  ASSERT_EQ(run.stragglers.size(), 1u) << run.stragglers.dump(1);
+  const auto& s = run.stragglers[0];
+  EXPECT_EQ(s["rank"], 3);
+  EXPECT_EQ(s["pattern"], "periodic");
+  EXPECT_EQ(s["period_steps"], 10);
+  EXPECT_EQ(s["spike_steps"], nlohmann::json({10, 20, 30, 40}));
+  EXPECT_NEAR(us(s, "spike_lateness_us"), 20000.0, 200.0);
+  EXPECT_EQ(s["cause"], "host-stall");
+  EXPECT_LT(us(s, "arrived_last_pct"), 50.0);
+}
+
+TEST(Stragglers, OneOffSpikeIsNotAStraggler) {
+  auto p = base();
+  p.ranks[0].spike_every = 7;  // 12 steps: only step 7
+  p.ranks[0].spike_ns = 20'000'000;
+  const AnalyzedRun run(p);
+  EXPECT_TRUE(run.stragglers.empty()) << run.stragglers.dump(1);
+  bool listed = false;
+  for (const auto& sec : run.report.sections) {
+    listed = listed || sec.body.find("rank 0 step 7: +20.0 ms") != std::string::npos;
+  }
+  EXPECT_TRUE(listed);
+}
+
+TEST(Stragglers, HostOnlyRecordsUseCallEntries) {
+  // No GPU records: arrival = call entry (kernel start - 40 µs on every rank, so the same
+  // order and the same 1.5 ms mean lateness); the cause cannot be told without GPU timing.
+  auto p = base();
+  p.host_only = true;
+  p.ranks[1].host_stall_ns = 3'000'000;
+  const AnalyzedRun run(p);
+  ASSERT_EQ(run.stragglers.size(), 1u) << run.stragglers.dump(1);
+  EXPECT_EQ(run.stragglers[0]["rank"], 1);
+  EXPECT_EQ(run.stragglers[0]["cause"], "unknown");
+  EXPECT_NEAR(us(run.stragglers[0], "mean_lateness_us"), 1500.0, 100.0);
+  EXPECT_EQ(run.report.json["straggler_analysis"]["timestamps"], "call_entry");
+  EXPECT_TRUE(run.report.json["overlap"][0]["overlap_pct"].is_null());
+  bool says = false;
+  for (const auto& f : run.report.findings)
+    says = says || f.text.find("host-only") != std::string::npos;
+  EXPECT_TRUE(says);
+}
+
+TEST(Stragglers, LiteModeHasArrivalsButNoCause) {
+  auto p = base();
+  p.lite = true;
+  p.ranks[1].host_stall_ns = 3'000'000;
+  const AnalyzedRun run(p);
+  ASSERT_EQ(run.stragglers.size(), 1u);
+  EXPECT_EQ(run.stragglers[0]["rank"], 1);
+  EXPECT_EQ(run.stragglers[0]["cause"], "unknown");
+  EXPECT_EQ(run.report.json["straggler_analysis"]["timestamps"], "gpu_kernel_start");
+  EXPECT_TRUE(run.report.json["overlap"][1]["overlap_pct"].is_null());
+  // Peers of the stalled rank wait for it inside their all-reduces (known from GPU intervals).
+  EXPECT_GT(run.report.json["overlap"][0]["wait_us"].get<double>(), 0.0);
+}
+
+TEST(Arrivals, TiesAreNobodysFaultAndMalformedInstancesAreSkipped) {
+  model::JobTrace job;
+  job.ranks.resize(2);
+  for (auto& r : job.ranks) {
+    model::CallEvent c;
+    c.func = format::Func::kAllReduce;
+    c.enter_ns = 1000;
+    r.calls.push_back(c);
+  }
+  job.ranks[1].calls[0].enter_ns = 1001;  // within the tie epsilon
+  model::MatchResult m;
+  m.members = {{0, 0}, {1, 0}, {1, 5}};
+  m.instances.push_back({1, 0, format::Func::kAllReduce, 4, 0, 2, 2});
+  m.instances.push_back({1, 1, format::Func::kAllReduce, 4, 1, 2, 2});  // call index 5: bad
+  m.instances.push_back({1, 2, format::Func::kAllReduce, 4, 2, 9, 9});  // past members: bad
+  const Arrivals a = Arrivals::of(job, m, {}, 2000);
+  EXPECT_TRUE(a.instances[0].used);
+  EXPECT_EQ(a.instances[0].last_member, -1);
+  EXPECT_FALSE(a.instances[0].gpu);
+  EXPECT_FALSE(a.instances[1].used);
+  EXPECT_FALSE(a.instances[2].used);
+  EXPECT_EQ(a.host_instances, 1u);
+}
+
+}  // namespace
+}  // namespace ncclwatch::analysis
