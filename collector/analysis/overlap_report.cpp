@@ -77,12 +77,17 @@ std::string OverlapReport::headline(const JobOverlap& j, const StragglerResult& 
   const double transfer = j.per_step(j.totals.transfer_ns());
   std::string whom;
   if (!s.stragglers.empty()) whom = fmt::format(" (rank {})", s.stragglers.front().rank);
-  const std::string advice =
-      wait >= transfer
-          ? (s.stragglers.empty() ? "ranks reach their collectives at different times"
-                                  : "the straggler costs everyone; fix it first")
-          : "communication is the bottleneck: start it earlier behind backward (bucket "
-            "order/size) or speed up the links";
+  std::string advice;
+  if (!s.stragglers.empty()) {
+    advice =
+        fmt::format("rank {}'s lateness costs every rank; fix it first", s.stragglers.front().rank);
+  } else if (wait >= transfer) {
+    advice = "ranks reach their collectives at different times";
+  } else {
+    advice =
+        "communication is the bottleneck: start it earlier behind backward (bucket "
+        "order/size) or speed up the links";
+  }
   return fmt::format(
       "{} is {}{:.0f}% overlapped; {}{} exposed ({}): {} waiting for peers{}, {} "
       "transfer — {}",

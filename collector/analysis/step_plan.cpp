@@ -67,9 +67,14 @@ bool choose_step_period(const std::vector<int64_t>& gaps, std::size_t w, std::si
   const std::size_t end = std::min(gaps.size(), w + kPeriodWindow);
   if (end <= w + 1) return false;
   std::vector<int64_t> sorted;
-  for (std::size_t i = std::max<std::size_t>(w, 1); i < end; ++i) {
-    sorted.push_back(std::max(gaps[i], kGapFloorNs));
-  }
+  for (std::size_t i = std::max<std::size_t>(w, 1); i < end; ++i) sorted.push_back(gaps[i]);
+  // Gaps far below the wide ones are all "back to back": flooring them keeps launch jitter
+  // (1 µs vs 7 µs is a big ratio) from posing as the step structure.
+  const auto q90 =
+      sorted.begin() + static_cast<std::ptrdiff_t>(0.9 * static_cast<double>(sorted.size() - 1));
+  std::nth_element(sorted.begin(), q90, sorted.end());
+  const int64_t floor = std::max(kGapFloorNs, *q90 / 20);
+  for (int64_t& g : sorted) g = std::max(g, floor);
   std::sort(sorted.begin(), sorted.end());
   std::vector<std::pair<double, int64_t>> cuts;  // (ratio, threshold)
   for (std::size_t j = 0; j + 1 < sorted.size(); ++j) {
@@ -81,7 +86,7 @@ bool choose_step_period(const std::vector<int64_t>& gaps, std::size_t w, std::si
   }
   std::sort(cuts.begin(), cuts.end(),
             [](const auto& a, const auto& b) { return a.first > b.first; });
-  for (std::size_t c = 0; c < cuts.size() && c < 4; ++c) {
+  for (std::size_t c = 0; c < cuts.size() && c < 8; ++c) {
     for (std::size_t m = 1; m <= 64 && 2 * m * p <= end - w; ++m) {
       if (explains(gaps, w, end, m * p, cuts[c].second, phase)) {
         period = m * p;

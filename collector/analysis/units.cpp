@@ -14,7 +14,9 @@ std::string human_time(double ns) {
   return fmt::format("{:.0f} ns", ns);
 }
 
-std::string signed_time(double ns) { return (ns >= 0 ? "+" : "") + human_time(ns); }
+std::string signed_time(double ns) {
+  return (ns >= 0 ? "+" : "") + human_time(ns);
+}
 
 std::string human_bytes(uint64_t bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
