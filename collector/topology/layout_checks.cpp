@@ -112,21 +112,30 @@ void check_agreement(const LogSet& logs, const std::vector<CommContext>& comms,
     struct Property {
       const char* what;
       std::map<std::string, std::vector<int>> values;
-      std::string evidence_of_minority;
+      std::map<std::string, long> weight;  // channels the value stands for (ties go to the larger)
     };
     Property props[3] = {
         {"coll channels", {}, {}}, {"tree channels", {}, {}}, {"graph search result", {}, {}}};
     for (std::size_t m : c.group->members) {
       const RankView& r = logs.ranks[m];
-      if (r.coll_channels >= 0) props[0].values[std::to_string(r.coll_channels)].push_back(r.rank);
-      if (r.tree_channels >= 0) props[1].values[std::to_string(r.tree_channels)].push_back(r.rank);
+      if (r.coll_channels >= 0) {
+        props[0].values[std::to_string(r.coll_channels)].push_back(r.rank);
+        props[0].weight[std::to_string(r.coll_channels)] = r.coll_channels;
+      }
+      if (r.tree_channels >= 0) {
+        props[1].values[std::to_string(r.tree_channels)].push_back(r.rank);
+        props[1].weight[std::to_string(r.tree_channels)] = r.tree_channels;
+      }
       if (!r.graphs.empty()) {
         std::string sig;
         for (const GraphSearch& g : r.graphs)
           sig += (sig.empty() ? "" : "; ") + std::string("pattern ") + std::to_string(g.pattern) +
                  " nChannels " + std::to_string(g.nchannels) + " " + g.type_intra + "/" +
                  g.type_inter;
+        long channels = 0;
+        for (const GraphSearch& g : r.graphs) channels += g.nchannels;
         props[2].values[sig].push_back(r.rank);
+        props[2].weight[sig] = channels;
       }
     }
     std::vector<std::string> parts;
@@ -134,9 +143,13 @@ void check_agreement(const LogSet& logs, const std::vector<CommContext>& comms,
     std::string evidence;
     for (Property& p : props) {
       if (p.values.size() < 2) continue;
-      auto majority = std::max_element(
-          p.values.begin(), p.values.end(),
-          [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+      // The reference value: the one most ranks report; on a tie the larger number (NCCL
+      // settles on the weakest, so the smaller one is what holds the others back).
+      auto majority =
+          std::max_element(p.values.begin(), p.values.end(), [&p](const auto& a, const auto& b) {
+            if (a.second.size() != b.second.size()) return a.second.size() < b.second.size();
+            return p.weight[a.first] < p.weight[b.first];
+          });
       std::string part = std::string(p.what) + ": ";
       bool first = true;
       for (const auto& [value, ranks] : p.values) {

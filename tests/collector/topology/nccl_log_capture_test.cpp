@@ -1,0 +1,130 @@
+// The shim's NCCL log capture, through the environment (no LD_PRELOAD needed).
+#include "nccl_log_capture.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+const char* const kVars[] = {"NCCL_DEBUG",
+                             "NCCL_DEBUG_FILE",
+                             "NCCL_DEBUG_SUBSYS",
+                             "NCCL_TOPO_DUMP_FILE",
+                             "NCCL_TOPO_DUMP_FILE_RANK",
+                             "NCCL_GRAPH_DUMP_FILE",
+                             "NCCL_GRAPH_DUMP_FILE_RANK",
+                             "LOCAL_RANK",
+                             "RANK",
+                             "OMPI_COMM_WORLD_LOCAL_RANK",
+                             "OMPI_COMM_WORLD_RANK",
+                             "SLURM_LOCALID",
+                             "SLURM_PROCID",
+                             "MPI_LOCALRANKID",
+                             "PMI_RANK",
+                             "PMIX_RANK",
+                             "MV2_COMM_WORLD_LOCAL_RANK",
+                             "MV2_COMM_WORLD_RANK"};
+
+class Capture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* v : kVars) ::unsetenv(v);
+  }
+  void TearDown() override { SetUp(); }
+  static std::string env(const char* name) {
+    const char* v = std::getenv(name);
+    return v == nullptr ? "<unset>" : v;
+  }
+  static std::string host() {
+    char h[256] = {};
+    ::gethostname(h, sizeof h - 1);
+    return h;
+  }
+};
+
+TEST_F(Capture, NothingSetGivesInfoLogIntoTheTraceDirAndDumpsOnLocalRankZero) {
+  ::setenv("LOCAL_RANK", "0", 1);
+  ::setenv("RANK", "8", 1);
+  ncclwatch::shim::prepare_nccl_logging("/tmp/trace");
+  EXPECT_EQ(env("NCCL_DEBUG"), "INFO");
+  EXPECT_EQ(env("NCCL_DEBUG_FILE"), "/tmp/trace/nccl-debug.%h.%p.log");
+  std::string subsys = env("NCCL_DEBUG_SUBSYS");
+  EXPECT_NE(subsys.find("INIT"), std::string::npos);
+  EXPECT_NE(subsys.find("GRAPH"), std::string::npos);
+  EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE"), "/tmp/trace/nccl-topo." + host() + ".xml");
+  EXPECT_EQ(env("NCCL_GRAPH_DUMP_FILE"), "/tmp/trace/nccl-graph." + host() + ".xml");
+  EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE_RANK"), "8");
+  EXPECT_EQ(env("NCCL_GRAPH_DUMP_FILE_RANK"), "8");
+}
+
+TEST_F(Capture, OtherLocalRanksDumpNothing) {
+  ::setenv("SLURM_LOCALID", "3", 1);
+  ::setenv("SLURM_PROCID", "11", 1);
+  ncclwatch::shim::prepare_nccl_logging("/tmp/trace");
+  EXPECT_EQ(env("NCCL_DEBUG"), "INFO");
+  EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE"), "<unset>");
+  EXPECT_EQ(env("NCCL_GRAPH_DUMP_FILE"), "<unset>");
+  EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE_RANK"), "<unset>");
+}
+
+TEST_F(Capture, UnknownRankLeavesNcclsDefaultDumpRank) {
+  ncclwatch::shim::prepare_nccl_logging("/tmp/trace");
+  EXPECT_NE(env("NCCL_TOPO_DUMP_FILE"), "<unset>");
+  EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE_RANK"), "<unset>");
+}
+
+TEST_F(Capture, UsersSubsysIsKept) {
+  ::setenv("NCCL_DEBUG_SUBSYS", "COLL", 1);
+  ncclwatch::shim::prepare_nccl_logging("/tmp/trace");
+  EXPECT_EQ(env("NCCL_DEBUG"), "INFO");
+  EXPECT_EQ(env("NCCL_DEBUG_SUBSYS"), "COLL");
+}
+
+TEST_F(Capture, UsersDebugWithoutFileIsLeftAlone) {
+  // INFO with no file goes to the user's stdout: adding a file would hide it from them.
+  ::setenv("NCCL_DEBUG", "WARN", 1);
+  ncclwatch::shim::prepare_nccl_logging("/tmp/trace");
+  EXPECT_EQ(env("NCCL_DEBUG"), "WARN");
+  EXPECT_EQ(env("NCCL_DEBUG_FILE"), "<unset>");
+  EXPECT_EQ(env("NCCL_DEBUG_SUBSYS"), "<unset>");
+}
+
+TEST_F(Capture, UsersFileWithoutLevelIsLeftAlone) {
+  ::setenv("NCCL_DEBUG_FILE", "/home/me/nccl.log", 1);
+  ncclwatch::shim::prepare_nccl_logging("/tmp/trace");
+  EXPECT_EQ(env("NCCL_DEBUG"), "<unset>");
+  EXPECT_EQ(env("NCCL_DEBUG_FILE"), "/home/me/nccl.log");
+}
+
+TEST_F(Capture, UsersDumpFilesWin) {
+  ::setenv("NCCL_TOPO_DUMP_FILE", "/mine.xml", 1);
+  ::setenv("RANK", "0", 1);
+  ncclwatch::shim::prepare_nccl_logging("/tmp/trace");
+  EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE"), "/mine.xml");
+  EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE_RANK"), "<unset>");
+  EXPECT_NE(env("NCCL_GRAPH_DUMP_FILE"), "<unset>");
+}
+
+TEST_F(Capture, NoTraceDirOrAHugeOneDoesNothing) {
+  ncclwatch::shim::prepare_nccl_logging(nullptr);
+  ncclwatch::shim::prepare_nccl_logging("");
+  EXPECT_EQ(env("NCCL_DEBUG"), "<unset>");
+  std::string huge(5000, 'd');
+  ncclwatch::shim::prepare_nccl_logging(huge.c_str());
+  // Never NCCL_DEBUG without its file (it would print into the user's output).
+  EXPECT_EQ(env("NCCL_DEBUG"), "<unset>");
+  EXPECT_EQ(env("NCCL_DEBUG_FILE"), "<unset>");
+  EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE"), "<unset>");
+}
+
+TEST_F(Capture, GarbageLocalRankIsIgnored) {
+  ::setenv("LOCAL_RANK", "abc", 1);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
+  ncclwatch::shim::prepare_nccl_logging("/tmp/trace");
+  EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE"), "<unset>");  // the next launcher variable says local rank 1
+}
+
+}  // namespace
