@@ -194,6 +194,11 @@ std::string current_trace_path() {
   return r != nullptr ? r->trace_path() : std::string();
 }
 
+uint64_t pending_records() noexcept {
+  RecorderInstance* r = g_recorder.load();
+  return r != nullptr ? r->ring().pending() : 0;
+}
+
 std::string current_segment_name() {
   RecorderInstance* r = g_recorder.load();
   return r != nullptr ? r->segment_name() : std::string();

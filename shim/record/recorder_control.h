@@ -2,6 +2,7 @@
 // wrappers (identity from the first communicator) and by tests (finish and start again).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "ncclwatch/format.h"
@@ -20,6 +21,8 @@ void finish_recorder() noexcept;
 // The trace file / segment name of the live recorder ("" when none): for tests.
 std::string current_trace_path();
 std::string current_segment_name();
+// Records emitted but not yet drained to the trace file (0 when no recorder): for benchmarks.
+uint64_t pending_records() noexcept;
 
 }  // namespace ncclwatch::shim
 

@@ -15,7 +15,7 @@
 
 namespace fakenccl {
 
-enum class OpKind { kCollective, kSend, kRecv };
+enum class OpKind { kCollective, kSend, kRecv, kNothing };
 
 struct Op {
   OpKind kind = OpKind::kCollective;

@@ -73,6 +73,7 @@ ncclResult_t make_comm(ncclComm_t* out, uint64_t id, int nranks, int rank, int d
 
 ncclResult_t enqueue(Op op) {
   if (op.comm == nullptr) return ncclInvalidArgument;
+  if (op.kind == OpKind::kNothing) return ncclSuccess;
   if (op.kind != OpKind::kCollective && (op.peer < 0 || op.peer >= op.comm->nranks)) {
     return ncclInvalidArgument;
   }
@@ -88,6 +89,13 @@ ncclResult_t enqueue(Op op) {
 Op coll(ncclComm_t comm, const char* name, int redop, ncclDataType_t type, size_t count,
         cudaStream_t stream) {
   Op op;
+  op.comm = comm;
+  // A one-rank blocking comm outside a group does nothing (no kernel, no partner): skip the
+  // kernel-name work so the recorder benchmark measures the shim, not the fake.
+  if (comm != nullptr && comm->nranks == 1 && comm->blocking && t_group_depth == 0) {
+    op.kind = OpKind::kNothing;
+    return op;
+  }
   op.kind = OpKind::kCollective;
   op.comm = comm;
   op.kernel = fakenccl::kernel_name(name, redop, static_cast<int>(type));
@@ -364,6 +372,7 @@ ncclResult_t pncclScatter(const void*, void*, size_t count, ncclDataType_t datat
 ncclResult_t pncclSend(const void*, size_t count, ncclDataType_t datatype, int peer,
                        ncclComm_t comm, cudaStream_t stream) {
   Op op = coll(comm, "SendRecv", -1, datatype, count, stream);
+  if (op.kind == OpKind::kNothing) return peer == 0 ? ncclSuccess : ncclInvalidArgument;
   op.kind = OpKind::kSend;
   op.peer = peer;
   return enqueue(op);
@@ -372,6 +381,7 @@ ncclResult_t pncclSend(const void*, size_t count, ncclDataType_t datatype, int p
 ncclResult_t pncclRecv(void*, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
                        cudaStream_t stream) {
   Op op = coll(comm, "SendRecv", -1, datatype, count, stream);
+  if (op.kind == OpKind::kNothing) return peer == 0 ? ncclSuccess : ncclInvalidArgument;
   op.kind = OpKind::kRecv;
   op.peer = peer;
   return enqueue(op);
