@@ -259,6 +259,11 @@ FAKE_API cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t stream) {
   gpu().record_event(reinterpret_cast<FakeEvent*>(e), gpu().resolve(stream));
   return cudaSuccess;
 }
+FAKE_API cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t e, unsigned int) {
+  if (e == nullptr) return fail(cudaErrorInvalidResourceHandle);
+  gpu().wait_event(gpu().resolve(stream), reinterpret_cast<FakeEvent*>(e));
+  return cudaSuccess;
+}
 FAKE_API cudaError_t cudaEventQuery(cudaEvent_t e) {
   auto* ev = reinterpret_cast<FakeEvent*>(e);
   if (ev == nullptr) return fail(cudaErrorInvalidResourceHandle);

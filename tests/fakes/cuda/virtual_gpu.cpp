@@ -190,6 +190,11 @@ void VirtualGpu::record_event(FakeEvent* e, FakeStream* s) {
   e->time_ns = std::max(mono_ns(), s->free_ns);
 }
 
+void VirtualGpu::wait_event(FakeStream* s, const FakeEvent* e) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (e->recorded) s->free_ns = std::max(s->free_ns, e->time_ns);
+}
+
 int64_t VirtualGpu::stream_free_time(FakeStream* s) {
   std::unique_lock<std::mutex> lock(mu_);
   wait_not_pending(lock, s);

@@ -45,7 +45,8 @@ class VirtualGpu {
   void nccl_complete(uint64_t token, int64_t end_ns);
 
   void record_event(FakeEvent* e, FakeStream* s);
-  int64_t stream_free_time(FakeStream* s);  // waits for pending NCCL kernels on it
+  void wait_event(FakeStream* s, const FakeEvent* e);  // later work on s starts after e
+  int64_t stream_free_time(FakeStream* s);             // waits for pending NCCL kernels on it
   int64_t device_free_time(int device);
 
   const char* intern(const char* name);

@@ -1,0 +1,282 @@
+// fake_train: a fake data-parallel (DDP) training rank on the fake GPU, for known-answer
+// scenarios. Run N ranks under fake_launcher (RANK, WORLD_SIZE, LOCAL_RANK, FAKE_RDZV_DIR);
+// link/preload the fake libcudart.so.13 and libnccl.so.2 (and libncclwatch.so to record).
+//
+// Per step, like DDP:
+//   host stall (optional) -> [NVTX "step" range, optional]
+//   forward:   --layers kernels "fwd_kernel" on the compute stream, --fwd-us in total
+//   backward:  --layers kernels "bwd_kernel", --bwd-us in total; the gradients of bucket b are
+//              ready after its share of the backward kernels. With overlap (default) bucket b's
+//              all-reduce is issued then, on the NCCL stream, which waits (cudaStreamWaitEvent)
+//              for those kernels: communication overlaps the rest of backward. --no-overlap
+//              issues every bucket after the whole backward.
+//   optimizer: the compute stream waits for the last all-reduce, then "optimizer_kernel"
+//              (--opt-us); the host syncs the compute stream (loss.item()).
+// Options (all optional):
+//   --steps N           steps (default 5)
+//   --buckets B         all-reduce buckets per step (default 4)
+//   --bucket-mb M       MiB per bucket (default 25; float32 count = M MiB / 4)
+//   --layers L          kernels per forward and per backward (default 8; >= buckets)
+//   --fwd-us U          forward time per step, us (default 3000)
+//   --bwd-us U          backward time per step, us (default 6000)
+//   --opt-us U          optimizer time per step, us (default 1000)
+//   --no-overlap        all-reduce after the whole backward
+//   --slow R:F          rank R's compute takes F times longer (a slow GPU); repeatable
+//   --stall R:MS        rank R sleeps MS ms on the host before every step (host stall); repeatable
+//   --stall-step R:K:MS rank R sleeps MS ms before step K only; repeatable
+//   --spike R:N:MS      on rank R, every N-th step (step % N == N - 1) backward gets one extra
+//                       "spike_kernel" of MS ms; repeatable
+//   --nvtx              wrap each step in nvtxRangePushA("step") / nvtxRangePop
+//   --nonblocking       init the comm with config.blocking = 0 (poll ncclCommGetAsyncError)
+// Rank 0 writes the ncclUniqueId to $FAKE_RDZV_DIR/train.uid; the others wait for it.
+// Prints one line per rank at the end: "fake_train rank R steps N mean_step_us X".
+// Exit status: 0, 2 on bad options, 4 on an NCCL/CUDA error.
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fake_cuda_hooks.h"
+
+extern "C" int nvtxRangePushA(const char* message);
+extern "C" int nvtxRangePop(void);
+
+namespace {
+
+struct RankValue {
+  int rank;
+  double a;
+  double b = 0;
+  double c = 0;
+};
+
+struct Options {
+  int steps = 5, buckets = 4, layers = 8;
+  double bucket_mb = 25, fwd_us = 3000, bwd_us = 6000, opt_us = 1000;
+  bool overlap = true, nvtx = false, nonblocking = false;
+  std::vector<RankValue> slow, stall, stall_step, spike;
+};
+
+int g_rank = 0;
+
+#define NCCL_CHECK(call)                                                              \
+  do {                                                                                \
+    ncclResult_t r_ = (call);                                                         \
+    if (r_ != ncclSuccess && r_ != ncclInProgress) {                                  \
+      std::fprintf(stderr, "fake_train %d: %s failed: %d\n", g_rank, #call, (int)r_); \
+      std::exit(4);                                                                   \
+    }                                                                                 \
+  } while (0)
+#define CUDA_CHECK(call)                                                              \
+  do {                                                                                \
+    cudaError_t e_ = (call);                                                          \
+    if (e_ != cudaSuccess) {                                                          \
+      std::fprintf(stderr, "fake_train %d: %s failed: %d\n", g_rank, #call, (int)e_); \
+      std::exit(4);                                                                   \
+    }                                                                                 \
+  } while (0)
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::atoi(v) : fallback;
+}
+
+bool parse_values(const char* s, int n, RankValue& out) {
+  double v[3] = {0, 0, 0};
+  char* end = nullptr;
+  const char* p = s;
+  for (int i = 0; i < n; ++i) {
+    v[i] = std::strtod(p, &end);
+    if (end == p) return false;
+    if (i + 1 < n) {
+      if (*end != ':') return false;
+      p = end + 1;
+    }
+  }
+  if (*end != '\0') return false;
+  out = {static_cast<int>(v[0]), v[1], v[2], 0};
+  return true;
+}
+
+bool parse(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    const char* v = nullptr;
+    RankValue rv{};
+    if (a == "--no-overlap") {
+      o.overlap = false;
+    } else if (a == "--nvtx") {
+      o.nvtx = true;
+    } else if (a == "--nonblocking") {
+      o.nonblocking = true;
+    } else if ((v = value()) == nullptr) {
+      return false;
+    } else if (a == "--steps") {
+      o.steps = std::atoi(v);
+    } else if (a == "--buckets") {
+      o.buckets = std::atoi(v);
+    } else if (a == "--layers") {
+      o.layers = std::atoi(v);
+    } else if (a == "--bucket-mb") {
+      o.bucket_mb = std::atof(v);
+    } else if (a == "--fwd-us") {
+      o.fwd_us = std::atof(v);
+    } else if (a == "--bwd-us") {
+      o.bwd_us = std::atof(v);
+    } else if (a == "--opt-us") {
+      o.opt_us = std::atof(v);
+    } else if (a == "--slow" && parse_values(v, 2, rv)) {
+      o.slow.push_back(rv);
+    } else if (a == "--stall" && parse_values(v, 2, rv)) {
+      o.stall.push_back(rv);
+    } else if (a == "--stall-step" && parse_values(v, 3, rv)) {
+      o.stall_step.push_back(rv);
+    } else if (a == "--spike" && parse_values(v, 3, rv)) {
+      o.spike.push_back(rv);
+    } else {
+      return false;
+    }
+  }
+  return o.steps >= 0 && o.buckets >= 1 && o.layers >= o.buckets && o.bucket_mb > 0;
+}
+
+ncclUniqueId exchange_id() {
+  ncclUniqueId id{};
+  const char* dir = std::getenv("FAKE_RDZV_DIR");
+  std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/train.uid";
+  if (g_rank == 0) {
+    NCCL_CHECK(ncclGetUniqueId(&id));
+    std::string tmp = path + ".tmp";
+    std::ofstream(tmp, std::ios::binary).write(id.internal, sizeof id.internal);
+    std::rename(tmp.c_str(), path.c_str());
+    return id;
+  }
+  for (int i = 0; i < 60000; ++i) {
+    std::ifstream in(path, std::ios::binary);
+    if (in && in.read(id.internal, sizeof id.internal)) return id;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::fprintf(stderr, "fake_train %d: no unique id at %s\n", g_rank, path.c_str());
+  std::exit(4);
+}
+
+void kernel(cudaStream_t s, const char* name, double us) {
+  static char dummy;  // a "function" address: the fake only checks it is not null
+  ncclwatch_fake_cuda_next_kernel(name, static_cast<int64_t>(us * 1000.0));
+  CUDA_CHECK(cudaLaunchKernel(&dummy, dim3(1), dim3(1), nullptr, 0, s));
+}
+
+void wait_ready(ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress) {
+    NCCL_CHECK(ncclCommGetAsyncError(comm, &state));
+    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  NCCL_CHECK(state);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!parse(argc, argv, o)) {
+    std::fprintf(stderr,
+                 "fake_train: bad options (see the comment at the top of fake_train.cpp)\n");
+    return 2;
+  }
+  g_rank = env_int("RANK", 0);
+  const int world = env_int("WORLD_SIZE", 1);
+  int devices = 1;
+  CUDA_CHECK(cudaGetDeviceCount(&devices));
+  CUDA_CHECK(cudaSetDevice(env_int("LOCAL_RANK", g_rank) % devices));
+  double slow = 1.0;
+  for (const auto& s : o.slow) {
+    if (s.rank == g_rank) slow *= s.a;
+  }
+
+  ncclUniqueId id = exchange_id();
+  ncclComm_t comm = nullptr;
+  if (o.nonblocking) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;
+    NCCL_CHECK(ncclCommInitRankConfig(&comm, world, id, g_rank, &config));
+    wait_ready(comm);
+  } else {
+    NCCL_CHECK(ncclCommInitRank(&comm, world, id, g_rank));
+  }
+  cudaStream_t compute, comm_stream;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream, cudaStreamNonBlocking));
+  std::vector<cudaEvent_t> ready(static_cast<size_t>(o.buckets));
+  for (auto& e : ready) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  cudaEvent_t reduced;
+  CUDA_CHECK(cudaEventCreateWithFlags(&reduced, cudaEventDisableTiming));
+  const size_t count = static_cast<size_t>(o.bucket_mb * 1024 * 1024 / 4);
+  float* grads = nullptr;  // the fake NCCL never touches buffers: one float stands for a bucket
+  CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&grads), sizeof(float)));
+
+  auto t0 = std::chrono::steady_clock::now();
+  for (int step = 0; step < o.steps; ++step) {
+    for (const auto& s : o.stall) {
+      if (s.rank == g_rank)
+        std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(s.a * 1000)));
+    }
+    for (const auto& s : o.stall_step) {
+      if (s.rank == g_rank && static_cast<int>(s.a) == step) {
+        std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(s.b * 1000)));
+      }
+    }
+    if (o.nvtx) nvtxRangePushA("step");
+    for (int l = 0; l < o.layers; ++l) kernel(compute, "fwd_kernel", o.fwd_us * slow / o.layers);
+    // Backward: bucket b's gradients are ready after layers_per_bucket * (b + 1) kernels.
+    const int per_bucket = o.layers / o.buckets;
+    int bucket = 0;
+    for (int l = 0; l < o.layers; ++l) {
+      kernel(compute, "bwd_kernel", o.bwd_us * slow / o.layers);
+      if (l == 0) {
+        for (const auto& s : o.spike) {
+          int every = static_cast<int>(s.a);
+          if (s.rank == g_rank && every > 0 && step % every == every - 1)
+            kernel(compute, "spike_kernel", s.b * 1000);
+        }
+      }
+      bool bucket_done =
+          bucket < o.buckets && (l + 1 == per_bucket * (bucket + 1) || l + 1 == o.layers);
+      if (!bucket_done) continue;
+      CUDA_CHECK(cudaEventRecord(ready[bucket], compute));
+      if (o.overlap) {
+        CUDA_CHECK(cudaStreamWaitEvent(comm_stream, ready[bucket], 0));
+        NCCL_CHECK(ncclAllReduce(grads, grads, count, ncclFloat32, ncclSum, comm, comm_stream));
+      }
+      ++bucket;
+    }
+    if (!o.overlap) {
+      CUDA_CHECK(cudaStreamWaitEvent(comm_stream, ready[o.buckets - 1], 0));
+      for (int b = 0; b < o.buckets; ++b) {
+        NCCL_CHECK(ncclAllReduce(grads, grads, count, ncclFloat32, ncclSum, comm, comm_stream));
+      }
+    }
+    if (o.nonblocking) wait_ready(comm);
+    CUDA_CHECK(cudaEventRecord(reduced, comm_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(compute, reduced, 0));
+    kernel(compute, "optimizer_kernel", o.opt_us * slow);
+    CUDA_CHECK(cudaStreamSynchronize(compute));  // loss.item()
+    if (o.nvtx) nvtxRangePop();
+  }
+  auto elapsed =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+  CUDA_CHECK(cudaStreamSynchronize(comm_stream));
+  NCCL_CHECK(ncclCommDestroy(comm));
+  CUDA_CHECK(cudaFree(grads));
+  std::printf("fake_train rank %d steps %d mean_step_us %.0f\n", g_rank, o.steps,
+              o.steps > 0 ? elapsed / o.steps : 0.0);
+  return 0;
+}
