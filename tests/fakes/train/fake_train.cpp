@@ -2,6 +2,8 @@
 // scenarios. Run N ranks under fake_launcher (RANK, WORLD_SIZE, LOCAL_RANK, FAKE_RDZV_DIR);
 // link/preload the fake libcudart.so.13 and libnccl.so.2 (and libncclwatch.so to record).
 //
+// At start, like DDP's constructor: one ncclBroadcast of the parameters from rank 0 (this is also
+// where the shim starts GPU timing: at the first collective).
 // Per step, like DDP:
 //   host stall (optional) -> [NVTX "step" range, optional]
 //   forward:   --layers kernels "fwd_kernel" on the compute stream, --fwd-us in total
@@ -222,6 +224,11 @@ int main(int argc, char** argv) {
   const size_t count = static_cast<size_t>(o.bucket_mb * 1024 * 1024 / 4);
   float* grads = nullptr;  // the fake NCCL never touches buffers: one float stands for a bucket
   CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&grads), sizeof(float)));
+
+  // DDP's _sync_module_states: parameters broadcast from rank 0 before the first step.
+  NCCL_CHECK(ncclBroadcast(grads, grads, count, ncclFloat32, 0, comm, comm_stream));
+  if (o.nonblocking) wait_ready(comm);
+  CUDA_CHECK(cudaStreamSynchronize(comm_stream));
 
   auto t0 = std::chrono::steady_clock::now();
   for (int step = 0; step < o.steps; ++step) {
