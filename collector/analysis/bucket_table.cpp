@@ -1,24 +1,40 @@
 #include "analysis/bucket_table.h"
 
 #include <algorithm>
-#include <map>
 #include <tuple>
+#include <unordered_map>
 
 namespace ncclwatch::analysis {
+
+namespace {
+
+struct KeyHash {
+  std::size_t operator()(const std::tuple<uint64_t, std::size_t, uint64_t>& k) const {
+    uint64_t h = std::get<0>(k) * 0x9E3779B97F4A7C15ull;
+    h ^= std::get<1>(k) + 0x632BE59BD9B4E019ull + (h << 6) + (h >> 2);
+    h ^= std::get<2>(k) * 0xBF58476D1CE4E5B9ull + (h << 6) + (h >> 2);
+    return static_cast<std::size_t>(h);
+  }
+};
+
+}  // namespace
 
 std::vector<BucketRow> BucketTable::of(const model::JobTrace& job,
                                        const std::vector<RankOverlap>& overlaps,
                                        const std::vector<RankActivity>& activities) {
   using Key = std::tuple<uint64_t, std::size_t, uint64_t>;  // comm, ordinal, bytes
-  std::map<Key, BucketRow> rows;
+  std::unordered_map<Key, std::size_t, KeyHash> index;
+  std::vector<BucketRow> rows;
   uint64_t steady_pairs = 0;
   for (std::size_t r = 0; r < overlaps.size() && r < job.ranks.size(); ++r) {
     const RankOverlap& ro = overlaps[r];
     const model::RankTrace& rank = job.ranks[r];
     const StepPlan& plan = ro.plan;
     if (plan.steps.empty() || r >= activities.size()) continue;
-    // Ordinal of the next all-reduce per (comm, step); calls are in time order.
-    std::map<std::pair<uint64_t, int32_t>, std::size_t> ordinal;
+    // Ordinal of the next all-reduce per comm within the current step (calls in time order).
+    std::vector<std::pair<uint64_t, std::size_t>> ordinal;
+    int32_t ordinal_step = -1;
+    std::size_t cursor = 0;
     bool any = false;
     for (std::size_t i = 0; i < rank.calls.size() && i < plan.step_of_call.size(); ++i) {
       const model::CallEvent& c = rank.calls[i];
@@ -27,23 +43,34 @@ std::vector<BucketRow> BucketTable::of(const model::JobTrace& job,
           !c.has_gpu()) {
         continue;
       }
-      const std::size_t ord = ordinal[{c.comm_id, step}]++;
-      BucketRow& row = rows[{c.comm_id, ord, c.bytes}];
-      row.comm_id = c.comm_id;
-      row.ordinal = ord;
-      row.bytes = c.bytes;
+      if (step != ordinal_step) {
+        ordinal.clear();
+        ordinal_step = step;
+      }
+      auto slot = std::find_if(ordinal.begin(), ordinal.end(),
+                               [&](const auto& o) { return o.first == c.comm_id; });
+      if (slot == ordinal.end()) slot = ordinal.insert(ordinal.end(), {c.comm_id, 0});
+      const std::size_t ord = slot->second++;
+      auto [it, inserted] = index.emplace(Key{c.comm_id, ord, c.bytes}, rows.size());
+      if (inserted) rows.push_back({c.comm_id, ord, c.bytes, 0, 0, 0});
+      BucketRow& row = rows[it->second];
       ++row.occurrences;
       row.gpu_ns += c.gpu_end_ns - c.gpu_start_ns;
-      row.overlapped_ns += activities[r].compute.length_within(c.gpu_start_ns, c.gpu_end_ns);
+      const IntervalSet& compute = activities[r].compute;
+      if (i > 0 && c.gpu_start_ns < rank.calls[i - 1].gpu_start_ns) cursor = 0;  // not in order
+      row.overlapped_ns += compute.length_within(c.gpu_start_ns, c.gpu_end_ns, cursor);
       any = true;
     }
     if (any) steady_pairs += plan.steady_steps();
   }
   std::vector<BucketRow> out;
-  for (auto& [key, row] : rows) {
+  for (const BucketRow& row : rows) {
     if (2 * row.occurrences >= steady_pairs) out.push_back(row);
   }
-  return out;  // map order: comm, ordinal, bytes
+  std::sort(out.begin(), out.end(), [](const BucketRow& a, const BucketRow& b) {
+    return std::tie(a.comm_id, a.ordinal, a.bytes) < std::tie(b.comm_id, b.ordinal, b.bytes);
+  });
+  return out;
 }
 
 }  // namespace ncclwatch::analysis

@@ -60,8 +60,8 @@ bool explains(const std::vector<int64_t>& gaps, std::size_t w, std::size_t end, 
 
 // The step period among multiples P = m x p of the token period: gaps between calls split
 // into narrow (within a step) and wide (the forward pass, where no gradient is ready) at one
-// of the largest ratio jumps of their sorted values; the smallest P whose phase structure
-// matches that split wins. Looks at the same window as the period search.
+// of the largest ratio jumps of their sorted values; P is the typical spacing of the wide gaps
+// when the phase structure confirms it. Looks at the same window as the period search.
 bool choose_step_period(const std::vector<int64_t>& gaps, std::size_t w, std::size_t p,
                         std::size_t& period, std::size_t& phase) {
   const std::size_t end = std::min(gaps.size(), w + kPeriodWindow);
@@ -86,10 +86,31 @@ bool choose_step_period(const std::vector<int64_t>& gaps, std::size_t w, std::si
   }
   std::sort(cuts.begin(), cuts.end(),
             [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::size_t> spacing;
   for (std::size_t c = 0; c < cuts.size() && c < 8; ++c) {
-    for (std::size_t m = 1; m <= 64 && 2 * m * p <= end - w; ++m) {
-      if (explains(gaps, w, end, m * p, cuts[c].second, phase)) {
-        period = m * p;
+    // The step is the typical spacing of wide gaps, rounded to a multiple of the token
+    // period; its neighbours are tried too (one wide gap lost to jitter shifts the median).
+    spacing.clear();
+    std::size_t prev = 0;
+    for (std::size_t i = std::max<std::size_t>(w, 1); i < end; ++i) {
+      if (gaps[i] < cuts[c].second) continue;
+      if (prev) spacing.push_back(i - prev);
+      prev = i;
+    }
+    std::vector<std::size_t> tries;
+    if (spacing.empty()) {
+      // At most one wide gap in the window (a short trace): every multiple is cheap to try.
+      for (std::size_t mm = 1; mm <= 64; ++mm) tries.push_back(mm);
+    } else {
+      const auto mid = spacing.begin() + static_cast<std::ptrdiff_t>(spacing.size() / 2);
+      std::nth_element(spacing.begin(), mid, spacing.end());
+      const std::size_t m = std::max<std::size_t>(1, (*mid + p / 2) / p);
+      tries = {m, m - 1, m + 1};
+    }
+    for (std::size_t mm : tries) {
+      if (mm == 0 || mm > 64 || 2 * mm * p > end - w) continue;
+      if (explains(gaps, w, end, mm * p, cuts[c].second, phase)) {
+        period = mm * p;
         return true;
       }
     }
@@ -123,13 +144,15 @@ bool is_traffic(const model::CallEvent& c) {
 
 void assign_calls(const model::RankTrace& rank, StepPlan& plan) {
   plan.step_of_call.assign(rank.calls.size(), -1);
+  // Calls are sorted by entry and steps are disjoint and ordered: one merge pass.
+  std::size_t s = 0;
   for (std::size_t i = 0; i < rank.calls.size(); ++i) {
     const int64_t t = rank.calls[i].enter_ns;
-    auto it = std::upper_bound(plan.steps.begin(), plan.steps.end(), t,
-                               [](int64_t v, const Interval& s) { return v < s.begin; });
-    if (it == plan.steps.begin()) continue;
-    --it;
-    if (t < it->end) plan.step_of_call[i] = static_cast<int32_t>(it - plan.steps.begin());
+    if (i > 0 && t < rank.calls[i - 1].enter_ns) s = 0;  // unsorted input: restart the merge
+    while (s < plan.steps.size() && plan.steps[s].end <= t) ++s;
+    if (s < plan.steps.size() && plan.steps[s].begin <= t) {
+      plan.step_of_call[i] = static_cast<int32_t>(s);
+    }
   }
 }
 
@@ -183,7 +206,7 @@ bool steps_from_period(const model::RankTrace& rank, int64_t trace_begin, StepPl
   std::size_t w = 0;
   while (w + p < n && tokens[w] != tokens[w + p]) ++w;
   // Calls with the same (comm, op, bytes) can repeat within a step (equal-sized buckets), so
-  // the token period p may be a fraction of the step. The step is the smallest multiple of p
+  // the token period p may be a fraction of the step. The step is the multiple of p
   // whose call gaps show one dominant gap per period (the forward pass, where no gradient is
   // ready) — boundaries then fall at the end of the previous step's last call.
   std::vector<int64_t> gaps(n, 0);

@@ -1,0 +1,66 @@
+// Speed of the analyses (label bench): analyze() on a large simulated DDP job must keep the
+// collector's target of >= 10 M records/s. "records" = calls + kernels (GPU activities) of all
+// ranks, what the trace readers hand over.
+#include <benchmark/benchmark.h>
+
+#include "analysis/analyze.h"
+#include "analysis/interval_set.h"
+#include "ddp_sim.h"
+
+namespace {
+
+using ncclwatch::analysis::testing::SimJob;
+
+const SimJob& big_job(bool host_only) {
+  static SimJob gpu, host;
+  SimJob& j = host_only ? host : gpu;
+  if (j.job.ranks.empty()) {
+    auto p = ncclwatch::analysis::testing::sim_params(8, 4);
+    p.steps = 8000;
+    p.jitter_ns = 20'000;
+    p.host_only = host_only;
+    p.ranks[5].host_stall_ns = 2'000'000;  // something to find
+    j = ncclwatch::analysis::testing::simulate(p);
+  }
+  return j;
+}
+
+uint64_t records(const SimJob& j) {
+  uint64_t n = 0;
+  for (const auto& r : j.job.ranks) n += r.calls.size() + r.kernels.size();
+  return n;
+}
+
+void BM_Analyze(benchmark::State& state) {
+  const SimJob& j = big_job(state.range(0) != 0);
+  for (auto _ : state) {
+    ncclwatch::model::Report report;
+    ncclwatch::analysis::analyze(j.job, j.match, j.clocks, report);
+    benchmark::DoNotOptimize(report.json);
+  }
+  const uint64_t n = records(j);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * n));
+  state.counters["records"] = static_cast<double>(n);
+  state.counters["records_per_s"] =
+      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Analyze)->Arg(0)->Arg(1)->ArgName("host_only")->Unit(benchmark::kMillisecond);
+
+void BM_IntervalSetUnionOfSortedKernels(benchmark::State& state) {
+  std::vector<ncclwatch::analysis::Interval> spans;
+  int64_t t = 0;
+  for (int i = 0; i < 1'000'000; ++i) {
+    spans.push_back({t, t + 700});
+    t += 500 + (i % 7) * 100;
+  }
+  for (auto _ : state) {
+    auto s = ncclwatch::analysis::IntervalSet::from_sorted(spans);
+    benchmark::DoNotOptimize(s.length());
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * spans.size()));
+}
+BENCHMARK(BM_IntervalSetUnionOfSortedKernels)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
