@@ -1,0 +1,173 @@
+#include "kineto/kineto_loader.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "kineto/byte_source.h"
+#include "kineto/event_splitter.h"
+#include "kineto/rank_builder.h"
+#include "kineto/trace_event.h"
+
+namespace ncclwatch::kineto {
+namespace {
+
+static_assert(kSplitterPadding >= simdjson::SIMDJSON_PADDING);
+
+constexpr std::size_t kChunkBytes = 4 << 20;
+
+// Feeds split events to the parser and the builder; remembers the first bad event.
+class BuildingSink : public EventSplitter::Sink {
+ public:
+  explicit BuildingSink(RankTraceBuilder& builder) : builder_(builder) {}
+  void on_event(std::string_view json) override {
+    ++index_;
+    if (!parser_.parse(json, event_)) {
+      if (bad_ == 0) first_bad_ = fmt::format("event #{}: {}", index_, parser_.error());
+      ++bad_;
+      return;
+    }
+    builder_.add(event_);
+  }
+  void on_top_level(std::string_view key, std::string_view json) override {
+    if (key == "distributedInfo") builder_.set_distributed_info(json);
+  }
+  uint64_t bad() const { return bad_; }
+  const std::string& first_bad() const { return first_bad_; }
+
+ private:
+  RankTraceBuilder& builder_;
+  TraceEventParser parser_;
+  TraceEvent event_;
+  uint64_t index_ = 0;
+  uint64_t bad_ = 0;
+  std::string first_bad_;
+};
+
+bool is_trace_file(const std::filesystem::path& p) {
+  const std::string name = p.filename().string();
+  auto ends = [&name](std::string_view s) {
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  };
+  return ends(".json") || ends(".json.gz");
+}
+
+}  // namespace
+
+std::optional<model::RankTrace> load_rank(const std::string& path,
+                                          std::vector<model::InputProblem>& problems) {
+  auto problem = [&](std::string message) { problems.push_back({path, std::move(message)}); };
+  ByteSource source(path);
+  if (!source.ok()) {
+    problem(source.error());
+    return std::nullopt;
+  }
+  RankTraceBuilder builder(path);
+  BuildingSink sink(builder);
+  EventSplitter splitter(sink, {"distributedInfo"});
+  std::vector<char> chunk(kChunkBytes + kSplitterPadding, ' ');
+  while (!splitter.failed()) {
+    const std::size_t n = source.read(chunk.data(), kChunkBytes);
+    if (n == 0) break;
+    splitter.feed(chunk.data(), n);
+  }
+  splitter.finish();
+  if (splitter.failed()) {
+    // A gzip that breaks off mid-stream usually makes the JSON look broken too: name the cause.
+    problem(!source.ok() ? fmt::format("{} ({})", source.error(), splitter.error()) : splitter.error());
+    return std::nullopt;
+  }
+  const bool truncated = !source.ok() || !splitter.complete();
+  if (builder.gpu_events() == 0 && builder.comm_ops() == 0) {
+    problem(truncated ? fmt::format("{}; no GPU events before the cut",
+                                    source.ok() ? "truncated JSON" : source.error())
+                      : "no GPU events (no kernel, gpu_memcpy or gpu_memset); is it a GPU trace?");
+    return std::nullopt;
+  }
+  model::RankTrace trace = builder.finish();
+  trace.info.complete = !truncated;
+  trace.info.skipped = sink.bad();
+  if (truncated) {
+    problem(fmt::format("{} after {} events; kept the {} GPU events and {} collectives before the cut",
+                        source.ok() ? "truncated JSON" : source.error(), splitter.events(),
+                        trace.kernels.size(), trace.calls.size()));
+  } else if (trace.kernels.empty()) {
+    problem(fmt::format("no GPU events; {} collectives kept with host times only", trace.calls.size()));
+  }
+  if (sink.bad() > 0) {
+    problem(fmt::format("{} malformed events skipped (first: {})", sink.bad(), sink.first_bad()));
+  }
+  return trace;
+}
+
+model::JobTrace load_job(const std::vector<std::string>& paths_or_dirs,
+                         std::vector<model::InputProblem>& problems) {
+  std::vector<std::string> files;
+  std::vector<model::InputProblem> dir_problems;
+  for (const auto& p : paths_or_dirs) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) {
+      std::vector<std::string> found;
+      for (const auto& entry : std::filesystem::directory_iterator(p, ec)) {
+        if (entry.is_regular_file(ec) && is_trace_file(entry.path())) found.push_back(entry.path().string());
+      }
+      if (ec) dir_problems.push_back({p, "cannot list directory: " + ec.message()});
+      if (found.empty() && !ec) dir_problems.push_back({p, "no .json or .json.gz files in this directory"});
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else {
+      files.push_back(p);
+    }
+  }
+
+  // One thread per file, up to the number of cores: files are independent.
+  std::vector<std::optional<model::RankTrace>> traces(files.size());
+  std::vector<std::vector<model::InputProblem>> file_problems(files.size());
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < files.size(); i = next++) traces[i] = load_rank(files[i], file_problems[i]);
+  };
+  const std::size_t nthreads =
+      std::min<std::size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> threads;
+  for (std::size_t t = 1; t < nthreads; ++t) threads.emplace_back(worker);
+  worker();
+  for (auto& t : threads) t.join();
+
+  model::JobTrace job;
+  auto report = [&](model::InputProblem p) {
+    problems.push_back(p);
+    job.problems.push_back(std::move(p));
+  };
+  for (auto& p : dir_problems) report(std::move(p));
+  std::map<int32_t, std::string> seen;  // global rank -> file
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    for (auto& p : file_problems[i]) report(std::move(p));
+    if (!traces[i]) continue;
+    const int32_t rank = traces[i]->info.rank;
+    if (rank >= 0) {
+      auto [it, fresh] = seen.emplace(rank, files[i]);
+      if (!fresh) {
+        report({files[i], fmt::format("rank {} already read from {}; skipped (one rank per "
+                                                  "file, one job per report)",
+                                                  rank, it->second)});
+        continue;
+      }
+    }
+    job.ranks.push_back(std::move(*traces[i]));
+  }
+  std::stable_sort(job.ranks.begin(), job.ranks.end(), [](const auto& a, const auto& b) {
+    const auto key = [](const model::RankTrace& t) {
+      return t.info.rank < 0 ? INT64_MAX : static_cast<int64_t>(t.info.rank);
+    };
+    return key(a) < key(b);
+  });
+  return job;
+}
+
+}  // namespace ncclwatch::kineto

@@ -1,0 +1,75 @@
+// Turns a stream of Kineto trace events into a model::RankTrace: GPU activities, kernel
+// launches, ProfilerStep ranges, and one CallEvent per `record_param_comms` CPU op tied to the
+// NCCL kernel it launched.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "kineto/trace_event.h"
+#include "model/rank_trace.h"
+
+namespace ncclwatch::kineto {
+
+class RankTraceBuilder {
+ public:
+  explicit RankTraceBuilder(std::string source);
+
+  void add(const TraceEvent& e);
+  // The top-level `distributedInfo` object's JSON text.
+  void set_distributed_info(std::string_view json);
+
+  // Links calls to kernels, assigns comm ids and sequence numbers, sorts. Call once.
+  model::RankTrace finish();
+
+  uint64_t gpu_events() const { return kernels_.size(); }
+  uint64_t comm_ops() const { return ops_.size(); }
+  const std::string& nccl_version() const { return nccl_version_; }
+
+ private:
+  // A record_param_comms CPU op, before it becomes a CallEvent.
+  struct CommOp {
+    int64_t enter_ns = 0;
+    int64_t exit_ns = 0;
+    int64_t tid = 0;
+    int64_t external_id = -1;
+    int64_t in_nelems = -1;
+    int64_t out_nelems = -1;
+    int64_t group_size = -1;
+    int64_t seq = -1;
+    std::string collective;  // few per step: plain strings are fine
+    std::string dtype;
+    std::string pg_name;
+    std::string pg_ranks;
+  };
+  struct Annotation {  // "nccl:<collective>" ranges: name the collective of older traces
+    int64_t start_ns = 0;
+    int64_t end_ns = 0;
+    int64_t tid = 0;
+    std::string name;
+  };
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
+  uint32_t intern(std::string_view s);
+  void sort_kernels();
+  void link_kernels_to_calls();
+  void describe_calls();
+  void drop_anonymous_calls();
+
+  model::RankTrace trace_;
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> name_ids_;
+  std::vector<model::KernelEvent> kernels_;
+  std::vector<int64_t> kernel_external_;  // External id per kernels_ entry
+  std::vector<CommOp> ops_;
+  std::vector<Annotation> annotations_;
+  int32_t trace_rank_ = -1;  // from args "Rank" when distributedInfo lacks it
+  std::string nccl_version_;
+};
+
+}  // namespace ncclwatch::kineto
