@@ -174,7 +174,10 @@ TEST(RingConcurrency, RecorderDrainsTwoProducers) {
   }
   EXPECT_EQ(calls, accepted.load());
   EXPECT_EQ(trace.header.records, trace.records.size());
-  EXPECT_EQ(calls + trace.header.dropped, 2 * kPerThread);
+  // Every call not accepted was counted as dropped; the drain's own clock anchors (one at close,
+  // one per second) may have been dropped too when they found the ring full.
+  EXPECT_GE(trace.header.dropped, 2 * kPerThread - accepted.load());
+  EXPECT_LE(trace.header.dropped, 2 * kPerThread - accepted.load() + 3);
   unlink(path.c_str());
   rmdir(dir.c_str());
 }
