@@ -1,0 +1,232 @@
+// Four ranks of fake_train (fake libcudart + libcupti + libnccl) under LD_PRELOAD of the real
+// libncclwatch.so, started by fake_launcher like torchrun; the trace files are read back with
+// the collector's reader and linked with collector/timeline.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "timeline/gpu_linker.h"
+#include "trace/rank_loader.h"
+
+namespace {
+
+using ncclwatch::format::Func;
+using ncclwatch::model::RankTrace;
+
+struct JobRun {
+  int status = -1;
+  std::vector<RankTrace> ranks;
+  std::vector<std::string> warnings;
+};
+
+JobRun run_job(const std::string& program, const std::vector<std::string>& args,
+               const std::vector<std::string>& env) {
+  static int counter = 0;
+  std::string dir = ::testing::TempDir() + "gpu_ranks_" + std::to_string(getpid()) + "_" +
+                    std::to_string(counter++);
+  std::string mk = "mkdir -p " + dir;
+  EXPECT_EQ(std::system(mk.c_str()), 0);
+  std::vector<std::string> argv = {FAKE_LAUNCHER,
+                                   "--nproc",
+                                   "4",
+                                   "--env",
+                                   std::string("LD_PRELOAD=") + SHIM_LIB,
+                                   "--env",
+                                   "NCCLWATCH_DIR=" + dir,
+                                   "--env",
+                                   "NCCLWATCH_JOB=gputest"};
+  for (const auto& e : env) {
+    argv.push_back("--env");
+    argv.push_back(e);
+  }
+  argv.push_back("--");
+  argv.push_back(program);
+  for (const auto& a : args) argv.push_back(a);
+  std::string err = dir + "/stderr.txt";
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen(err.c_str(), "w", stderr)) _exit(98);
+    if (!freopen("/dev/null", "w", stdout)) _exit(98);
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    execv(cargv[0], cargv.data());
+    _exit(99);
+  }
+  JobRun run;
+  waitpid(pid, &run.status, 0);
+  std::ifstream ef(err);
+  for (std::string line; std::getline(ef, line);) {
+    if (line.rfind("ncclwatch:", 0) == 0) run.warnings.push_back(line);
+  }
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name.size() > 6 && name.substr(name.size() - 6) == ".trace") {
+        std::vector<ncclwatch::model::InputProblem> problems;
+        run.ranks.push_back(ncclwatch::trace::load_rank(dir + "/" + name, problems));
+        for (const auto& p : problems) ADD_FAILURE() << p.source << ": " << p.message;
+        ncclwatch::timeline::link_calls_to_gpu(run.ranks.back());
+      }
+    }
+    closedir(d);
+  }
+  return run;
+}
+
+bool is_comm_call(Func f) {
+  return ncclwatch::format::is_collective(f) || ncclwatch::format::is_p2p(f);
+}
+
+int count_named(const RankTrace& t, const std::string& name) {
+  int n = 0;
+  for (const auto& k : t.kernels) n += t.name_of(k.name) == name;
+  return n;
+}
+
+// Every collective of every rank has its NCCL kernel; the kernel of one collective ends at the
+// same time on every rank (the fake NCCL's end = last arrival + transfer).
+void expect_every_call_has_its_kernel(const JobRun& run, int collectives_per_rank) {
+  ASSERT_EQ(run.ranks.size(), 4u);
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<int64_t>> ends;
+  for (const auto& t : run.ranks) {
+    int calls = 0;
+    for (const auto& c : t.calls) {
+      if (!is_comm_call(c.func)) continue;
+      ++calls;
+      ASSERT_GE(c.kernel, 0) << "rank " << t.info.rank << " seq " << c.seq;
+      const auto& k = t.kernels[static_cast<size_t>(c.kernel)];
+      EXPECT_TRUE(k.nccl);
+      EXPECT_GE(k.start_ns, c.enter_ns);  // a kernel never starts before its call
+      EXPECT_EQ(c.gpu_end_ns, k.end_ns);
+      ends[{c.comm_id, c.seq}].push_back(k.end_ns);
+    }
+    EXPECT_EQ(calls, collectives_per_rank);
+  }
+  for (const auto& [key, v] : ends) {
+    ASSERT_EQ(v.size(), 4u);
+    for (int64_t e : v) EXPECT_NEAR(static_cast<double>(e), static_cast<double>(v[0]), 1e3);
+  }
+}
+
+TEST(GpuRanks, FullModeFourRanksOverlapAsModelled) {
+  JobRun run = run_job(FAKE_TRAIN, {"--steps", "3", "--nvtx"}, {});
+  ASSERT_EQ(run.status, 0);
+  ASSERT_EQ(run.warnings.size(), 4u);  // one line per rank
+  for (const auto& w : run.warnings) EXPECT_NE(w.find("full"), std::string::npos) << w;
+  expect_every_call_has_its_kernel(run, 1 + 3 * 4);
+  for (const auto& t : run.ranks) {
+    EXPECT_EQ(t.info.timing, ncclwatch::model::TimingSource::kCupti);
+    EXPECT_EQ(count_named(t, "fwd_kernel"), 24);
+    EXPECT_EQ(count_named(t, "bwd_kernel"), 24);
+    EXPECT_EQ(count_named(t, "optimizer_kernel"), 3);
+    EXPECT_EQ(t.ranges.size(), 3u);
+    // Overlap: the first bucket's all-reduce runs while later backward kernels do.
+    int overlapping = 0;
+    for (const auto& c : t.calls) {
+      if (c.func != Func::kAllReduce) continue;
+      for (const auto& k : t.kernels) {
+        if (t.name_of(k.name) == "bwd_kernel" && k.start_ns < c.gpu_end_ns &&
+            k.end_ns > c.gpu_start_ns) {
+          ++overlapping;
+          break;
+        }
+      }
+    }
+    EXPECT_GE(overlapping, 3) << "rank " << t.info.rank;
+    EXPECT_FALSE(t.launches.empty());
+  }
+}
+
+TEST(GpuRanks, NoOverlapMeansNoBackwardDuringAllReduce) {
+  JobRun run = run_job(FAKE_TRAIN, {"--steps", "2", "--no-overlap"}, {});
+  ASSERT_EQ(run.status, 0);
+  expect_every_call_has_its_kernel(run, 1 + 2 * 4);
+  for (const auto& t : run.ranks) {
+    for (const auto& c : t.calls) {
+      if (c.func != Func::kAllReduce) continue;
+      for (const auto& k : t.kernels) {
+        if (t.name_of(k.name) == "bwd_kernel") {
+          // 1 us: CUPTI's interpolation onto the host clock jitters by nanoseconds.
+          EXPECT_FALSE(k.start_ns + 1000 < c.gpu_end_ns && k.end_ns > c.gpu_start_ns + 1000)
+              << "rank " << t.info.rank << " seq " << c.seq << " call gpu [" << c.gpu_start_ns
+              << ", " << c.gpu_end_ns << "] enter " << c.enter_ns << " bwd [" << k.start_ns << ", "
+              << k.end_ns << "]";
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuRanks, NonBlockingCommCorrelates) {
+  JobRun run = run_job(FAKE_TRAIN, {"--steps", "2", "--nonblocking"}, {});
+  ASSERT_EQ(run.status, 0);
+  expect_every_call_has_its_kernel(run, 1 + 2 * 4);
+}
+
+TEST(GpuRanks, LiteModeTimesEveryCollective) {
+  JobRun run = run_job(FAKE_TRAIN, {"--steps", "3"}, {"NCCLWATCH_MODE=lite"});
+  ASSERT_EQ(run.status, 0);
+  ASSERT_EQ(run.ranks.size(), 4u);
+  ASSERT_EQ(run.warnings.size(), 4u);
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<int64_t>> ends, enters;
+  for (const auto& t : run.ranks) {
+    EXPECT_EQ(t.info.timing, ncclwatch::model::TimingSource::kEvents);
+    EXPECT_TRUE(t.kernels.empty());
+    for (const auto& c : t.calls) {
+      if (!is_comm_call(c.func)) continue;
+      ASSERT_TRUE(c.has_gpu()) << "rank " << t.info.rank << " seq " << c.seq;
+      EXPECT_LE(c.gpu_start_ns, c.gpu_end_ns);
+      ends[{c.comm_id, c.seq}].push_back(c.gpu_end_ns);
+      enters[{c.comm_id, c.seq}].push_back(c.enter_ns);
+    }
+  }
+  // A collective cannot end on any GPU before the last rank called it: the events bracket the
+  // real kernel, whose end is last arrival + transfer (the same on every rank). Exact equality
+  // across ranks is not asserted: the end event also waits for the recording host thread.
+  for (const auto& [key, v] : ends) {
+    ASSERT_EQ(v.size(), 4u);
+    int64_t last_enter = *std::max_element(enters[key].begin(), enters[key].end());
+    for (int64_t e : v) EXPECT_GT(e, last_enter);
+  }
+}
+
+TEST(GpuRanks, BusyCuptiFallsBackToLiteWithOneWarningPerRank) {
+  JobRun run = run_job(FAKE_TRAIN, {"--steps", "2"}, {"NCCLWATCH_FAKE_CUPTI_BUSY=1"});
+  ASSERT_EQ(run.status, 0);
+  ASSERT_EQ(run.warnings.size(), 4u);
+  for (const auto& w : run.warnings) EXPECT_NE(w.find("busy"), std::string::npos) << w;
+  for (const auto& t : run.ranks) {
+    EXPECT_EQ(t.info.timing, ncclwatch::model::TimingSource::kEvents);
+    for (const auto& c : t.calls) {
+      if (is_comm_call(c.func)) {
+        EXPECT_TRUE(c.has_gpu());
+      }
+    }
+  }
+}
+
+TEST(GpuRanks, NoCudaGivesHostOnlyRecordsAndOneWarningPerRank) {
+  JobRun run = run_job(FAKE_RANK, {"--steps", "2"}, {});
+  ASSERT_EQ(run.status, 0);
+  ASSERT_EQ(run.ranks.size(), 4u);
+  ASSERT_EQ(run.warnings.size(), 4u);
+  for (const auto& w : run.warnings) EXPECT_NE(w.find("no CUDA"), std::string::npos) << w;
+  for (const auto& t : run.ranks) {
+    EXPECT_EQ(t.info.timing, ncclwatch::model::TimingSource::kHostOnly);
+    EXPECT_TRUE(t.kernels.empty());
+    int calls = 0;
+    for (const auto& c : t.calls) calls += is_comm_call(c.func);
+    EXPECT_EQ(calls, 4);
+  }
+}
+
+}  // namespace
