@@ -1,7 +1,7 @@
 #include "kineto/byte_source.h"
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 namespace ncclwatch::kineto {
@@ -103,7 +103,8 @@ std::size_t ByteSource::inflate_some(char* out, std::size_t capacity) {
       // No progress possible: needs more input, which the loop fetches (or it is the end).
       if (z_.avail_in != 0) break;
     } else if (rc != Z_OK) {
-      error_ = std::string("corrupt gzip data (") + (z_.msg != nullptr ? z_.msg : "zlib error") + ")";
+      error_ =
+          std::string("corrupt gzip data (") + (z_.msg != nullptr ? z_.msg : "zlib error") + ")";
       break;
     }
   }

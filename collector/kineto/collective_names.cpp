@@ -108,7 +108,8 @@ uint64_t comm_id_for_group(std::string_view pg_name, const std::vector<int32_t>&
   for (char c : pg_name) mix(static_cast<unsigned char>(c));
   mix('|');
   for (int32_t r : ranks) {
-    for (int k = 0; k < 4; ++k) mix(static_cast<unsigned char>((static_cast<uint32_t>(r) >> (8 * k)) & 0xff));
+    for (int k = 0; k < 4; ++k)
+      mix(static_cast<unsigned char>((static_cast<uint32_t>(r) >> (8 * k)) & 0xff));
   }
   return h == 0 ? 1 : h;  // 0 means "no comm" elsewhere
 }

@@ -107,7 +107,8 @@ void EventSplitter::feed(const char* data, std::size_t len) {
     cap_begin_ = 0;
   }
   if (state_ == State::kStart) {
-    while (i < len && (data[i] == ' ' || data[i] == '\n' || data[i] == '\r' || data[i] == '\t')) ++i;
+    while (i < len && (data[i] == ' ' || data[i] == '\n' || data[i] == '\r' || data[i] == '\t'))
+      ++i;
     if (i == len) return;
     if (data[i] == '{') {
       top_is_object_ = true;
@@ -195,7 +196,8 @@ void EventSplitter::finish() {
   }
   capturing_ = false;
   carry_.clear();
-  if (events_depth_ == 0) return fail("not a Chrome trace (no \"traceEvents\" array before the end)");
+  if (events_depth_ == 0)
+    return fail("not a Chrome trace (no \"traceEvents\" array before the end)");
   complete_ = false;  // truncated: the events before the cut were delivered
   state_ = State::kDone;
 }

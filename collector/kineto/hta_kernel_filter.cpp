@@ -8,8 +8,12 @@ namespace ncclwatch::kineto {
 
 namespace {
 
-int64_t ceil_us(int64_t ns) { return ns >= 0 ? (ns + 999) / 1000 * 1000 : -((-ns) / 1000 * 1000); }
-int64_t floor_us(int64_t ns) { return ns >= 0 ? ns / 1000 * 1000 : -((-ns + 999) / 1000 * 1000); }
+int64_t ceil_us(int64_t ns) {
+  return ns >= 0 ? (ns + 999) / 1000 * 1000 : -((-ns) / 1000 * 1000);
+}
+int64_t floor_us(int64_t ns) {
+  return ns >= 0 ? ns / 1000 * 1000 : -((-ns + 999) / 1000 * 1000);
+}
 
 // HTA only rounds when pandas read the timestamps as floats, i.e. some are fractional µs.
 bool has_sub_us(const model::RankTrace& t) {
@@ -61,7 +65,8 @@ model::RankTrace with_hta_kernel_selection(const model::RankTrace& rank, HtaSele
   for (const auto& k : rank.kernels) {
     auto it = launch_at.find(k.correlation);
     if (it == launch_at.end()) continue;
-    const bool keep = how.include_last_profiler_step ? it->second <= last_end : it->second < last_start;
+    const bool keep =
+        how.include_last_profiler_step ? it->second <= last_end : it->second < last_start;
     if (keep) keep_kernel(k);
   }
   return out;

@@ -79,7 +79,8 @@ std::optional<model::RankTrace> load_rank(const std::string& path,
   splitter.finish();
   if (splitter.failed()) {
     // A gzip that breaks off mid-stream usually makes the JSON look broken too: name the cause.
-    problem(!source.ok() ? fmt::format("{} ({})", source.error(), splitter.error()) : splitter.error());
+    problem(!source.ok() ? fmt::format("{} ({})", source.error(), splitter.error())
+                         : splitter.error());
     return std::nullopt;
   }
   const bool truncated = !source.ok() || !splitter.complete();
@@ -93,11 +94,13 @@ std::optional<model::RankTrace> load_rank(const std::string& path,
   trace.info.complete = !truncated;
   trace.info.skipped = sink.bad();
   if (truncated) {
-    problem(fmt::format("{} after {} events; kept the {} GPU events and {} collectives before the cut",
-                        source.ok() ? "truncated JSON" : source.error(), splitter.events(),
-                        trace.kernels.size(), trace.calls.size()));
+    problem(
+        fmt::format("{} after {} events; kept the {} GPU events and {} collectives before the cut",
+                    source.ok() ? "truncated JSON" : source.error(), splitter.events(),
+                    trace.kernels.size(), trace.calls.size()));
   } else if (trace.kernels.empty()) {
-    problem(fmt::format("no GPU events; {} collectives kept with host times only", trace.calls.size()));
+    problem(
+        fmt::format("no GPU events; {} collectives kept with host times only", trace.calls.size()));
   }
   if (sink.bad() > 0) {
     problem(fmt::format("{} malformed events skipped (first: {})", sink.bad(), sink.first_bad()));
@@ -114,10 +117,12 @@ model::JobTrace load_job(const std::vector<std::string>& paths_or_dirs,
     if (std::filesystem::is_directory(p, ec)) {
       std::vector<std::string> found;
       for (const auto& entry : std::filesystem::directory_iterator(p, ec)) {
-        if (entry.is_regular_file(ec) && is_trace_file(entry.path())) found.push_back(entry.path().string());
+        if (entry.is_regular_file(ec) && is_trace_file(entry.path()))
+          found.push_back(entry.path().string());
       }
       if (ec) dir_problems.push_back({p, "cannot list directory: " + ec.message()});
-      if (found.empty() && !ec) dir_problems.push_back({p, "no .json or .json.gz files in this directory"});
+      if (found.empty() && !ec)
+        dir_problems.push_back({p, "no .json or .json.gz files in this directory"});
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
     } else {
@@ -130,7 +135,8 @@ model::JobTrace load_job(const std::vector<std::string>& paths_or_dirs,
   std::vector<std::vector<model::InputProblem>> file_problems(files.size());
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
-    for (std::size_t i = next++; i < files.size(); i = next++) traces[i] = load_rank(files[i], file_problems[i]);
+    for (std::size_t i = next++; i < files.size(); i = next++)
+      traces[i] = load_rank(files[i], file_problems[i]);
   };
   const std::size_t nthreads =
       std::min<std::size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
@@ -154,8 +160,8 @@ model::JobTrace load_job(const std::vector<std::string>& paths_or_dirs,
       auto [it, fresh] = seen.emplace(rank, files[i]);
       if (!fresh) {
         report({files[i], fmt::format("rank {} already read from {}; skipped (one rank per "
-                                                  "file, one job per report)",
-                                                  rank, it->second)});
+                                      "file, one job per report)",
+                                      rank, it->second)});
         continue;
       }
     }

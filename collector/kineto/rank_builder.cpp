@@ -14,10 +14,14 @@ namespace {
 using format::ActivityKind;
 using format::Func;
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 
 // A record_param_comms that is no collective: no known name and no NCCL kernel.
-bool anonymous(const model::CallEvent& c) { return c.func == Func::kUnknown && c.kernel < 0; }
+bool anonymous(const model::CallEvent& c) {
+  return c.func == Func::kUnknown && c.kernel < 0;
+}
 
 }  // namespace
 
@@ -84,7 +88,8 @@ void RankTraceBuilder::add(const TraceEvent& e) {
     op.dtype = e.dtype;
     op.pg_name = e.pg_name;
     op.pg_ranks = e.pg_ranks;
-    if (e.rank >= 0 && trace_rank_ < 0 && e.rank < INT32_MAX) trace_rank_ = static_cast<int32_t>(e.rank);
+    if (e.rank >= 0 && trace_rank_ < 0 && e.rank < INT32_MAX)
+      trace_rank_ = static_cast<int32_t>(e.rank);
     ops_.push_back(std::move(op));
     return;
   }
@@ -107,7 +112,8 @@ void RankTraceBuilder::set_distributed_info(std::string_view json) {
   simdjson::dom::element info;
   if (parser.parse(json.data(), json.size(), true).get(info)) return;
   int64_t v;
-  if (!info["rank"].get_int64().get(v) && v >= 0 && v < INT32_MAX) trace_.info.rank = static_cast<int32_t>(v);
+  if (!info["rank"].get_int64().get(v) && v >= 0 && v < INT32_MAX)
+    trace_.info.rank = static_cast<int32_t>(v);
   if (!info["world_size"].get_int64().get(v) && v > 0 && v < INT32_MAX)
     trace_.info.world_size = static_cast<int32_t>(v);
   std::string_view s;
@@ -215,7 +221,8 @@ void RankTraceBuilder::describe_calls() {
       }
     }
     if (f == Func::kUnknown && c.kernel >= 0)
-      f = func_from_kernel_name(trace_.name_of(trace_.kernels[static_cast<std::size_t>(c.kernel)].name));
+      f = func_from_kernel_name(
+          trace_.name_of(trace_.kernels[static_cast<std::size_t>(c.kernel)].name));
     c.func = f;
     if (anonymous(c)) continue;  // dropped afterwards; takes no sequence number
     c.datatype = datatype_from_dtype(op.dtype);
@@ -232,9 +239,10 @@ void RankTraceBuilder::describe_calls() {
       model::CommInfo comm;
       comm.id = it->second.id;
       comm.name = op.pg_name;
-      comm.nranks = op.group_size > 0 && op.group_size < INT32_MAX ? static_cast<int32_t>(op.group_size)
-                    : !ranks.empty()                              ? static_cast<int32_t>(ranks.size())
-                                                                  : trace_.info.world_size;
+      comm.nranks = op.group_size > 0 && op.group_size < INT32_MAX
+                        ? static_cast<int32_t>(op.group_size)
+                    : !ranks.empty() ? static_cast<int32_t>(ranks.size())
+                                     : trace_.info.world_size;
       comm.rank = my_rank;
       if (!ranks.empty()) {
         auto r = std::find(ranks.begin(), ranks.end(), my_rank);
@@ -289,7 +297,8 @@ model::RankTrace RankTraceBuilder::finish() {
   gpu_corr.reserve(trace_.kernels.size());
   for (const auto& k : trace_.kernels)
     if (k.correlation != 0) gpu_corr.insert(k.correlation);
-  std::erase_if(trace_.launches, [&](const model::LaunchEvent& l) { return !gpu_corr.count(l.correlation); });
+  std::erase_if(trace_.launches,
+                [&](const model::LaunchEvent& l) { return !gpu_corr.count(l.correlation); });
   std::stable_sort(trace_.launches.begin(), trace_.launches.end(),
                    [](const auto& a, const auto& b) { return a.enter_ns < b.enter_ns; });
   std::stable_sort(trace_.ranges.begin(), trace_.ranges.end(),

@@ -1,8 +1,8 @@
 #include "kineto/trace_event.h"
 
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -109,8 +109,10 @@ bool parse_us_to_ns(std::string_view token, int64_t& ns) {
     int k = 0;
     bool round_up = false;
     for (; i < t.size() && t[i] >= '0' && t[i] <= '9'; ++i, ++k) {
-      if (k < 3) frac = frac * 10 + static_cast<uint64_t>(t[i] - '0');
-      else if (k == 3) round_up = t[i] >= '5';
+      if (k < 3)
+        frac = frac * 10 + static_cast<uint64_t>(t[i] - '0');
+      else if (k == 3)
+        round_up = t[i] >= '5';
     }
     if (k == 0 && digits == 0) return false;
     for (int j = std::min(k, 3); j < 3; ++j) frac *= 10;
@@ -137,8 +139,9 @@ bool parse_us_to_ns(std::string_view token, int64_t& ns) {
 bool TraceEventParser::parse(std::string_view json, TraceEvent& out) {
   out = TraceEvent{};
   simdjson::ondemand::document doc;
-  auto err = parser_.iterate(simdjson::padded_string_view(json.data(), json.size(),
-                                                          json.size() + simdjson::SIMDJSON_PADDING))
+  auto err = parser_
+                 .iterate(simdjson::padded_string_view(json.data(), json.size(),
+                                                       json.size() + simdjson::SIMDJSON_PADDING))
                  .get(doc);
   if (err) return error_ = simdjson::error_message(err), false;
   simdjson::ondemand::object obj;
@@ -186,19 +189,25 @@ bool TraceEventParser::parse_args(value args, TraceEvent& out) {
         if (key == "Rank") get_int(v, out.rank);
         break;
       case 5:
-        if (key == "bytes") get_int(v, out.bytes);
-        else if (key == "dtype") get_str(v, out.dtype);
+        if (key == "bytes")
+          get_int(v, out.bytes);
+        else if (key == "dtype")
+          get_str(v, out.dtype);
         break;
       case 6:
-        if (key == "device") get_int(v, out.device);
-        else if (key == "stream") get_int(v, out.stream);
+        if (key == "device")
+          get_int(v, out.device);
+        else if (key == "stream")
+          get_int(v, out.stream);
         break;
       case 10:
         if (key == "Group size") get_int(v, out.group_size);
         break;
       case 11:
-        if (key == "External id") get_int(v, out.external_id);
-        else if (key == "correlation") get_int(v, out.correlation);
+        if (key == "External id")
+          get_int(v, out.external_id);
+        else if (key == "correlation")
+          get_int(v, out.correlation);
         break;
       case 13:
         if (key == "In msg nelems") get_int(v, out.in_nelems);

@@ -32,9 +32,9 @@ struct TraceEvent {
   int64_t rank = -1;
   std::string_view collective;  // "Collective name"
   std::string_view dtype;
-  std::string_view pg_name;     // "Process Group Name"
-  std::string_view pg_desc;     // "Process Group Description"
-  std::string_view pg_ranks;    // "Process Group Ranks": "[0, 1]" (a string, or raw JSON array)
+  std::string_view pg_name;   // "Process Group Name"
+  std::string_view pg_desc;   // "Process Group Description"
+  std::string_view pg_ranks;  // "Process Group Ranks": "[0, 1]" (a string, or raw JSON array)
 };
 
 // Parses Chrome-trace timestamps (µs, integer or decimal, as number or string) into ns exactly:

@@ -73,7 +73,8 @@ void load_and_analyse(benchmark::State& state, const std::string& path) {
     kernels = rank->kernels.size();
     benchmark::DoNotOptimize(pct);
   }
-  if (std::fabs(pct - in.expected_pct) > 1e-6) state.SkipWithError("overlap differs from the layout's");
+  if (std::fabs(pct - in.expected_pct) > 1e-6)
+    state.SkipWithError("overlap differs from the layout's");
   state.SetBytesProcessed(static_cast<int64_t>(in.bytes) * state.iterations());
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -83,8 +84,12 @@ void load_and_analyse(benchmark::State& state, const std::string& path) {
   state.counters["peak_rss_MB"] = static_cast<double>(ru.ru_maxrss) / 1024.0;
 }
 
-void BM_KinetoJson(benchmark::State& state) { load_and_analyse(state, inputs().json); }
-void BM_KinetoGzip(benchmark::State& state) { load_and_analyse(state, inputs().gz); }
+void BM_KinetoJson(benchmark::State& state) {
+  load_and_analyse(state, inputs().json);
+}
+void BM_KinetoGzip(benchmark::State& state) {
+  load_and_analyse(state, inputs().gz);
+}
 
 BENCHMARK(BM_KinetoJson)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_KinetoGzip)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -25,7 +25,8 @@ struct SyntheticTraceSpec {
 // step starts at 100 + 60*j (+ rank_delay_us) µs and lasts 40 µs; the step lasts
 // max(12*kernels, 100 + 60*allreduces) + 20 µs. Returns the bytes written, stops after
 // `min_bytes` (whole steps) when min_bytes > 0, else after spec.steps steps.
-uint64_t write_synthetic_trace(std::FILE* out, const SyntheticTraceSpec& spec, uint64_t min_bytes = 0);
+uint64_t write_synthetic_trace(std::FILE* out, const SyntheticTraceSpec& spec,
+                               uint64_t min_bytes = 0);
 std::string synthetic_trace(const SyntheticTraceSpec& spec);
 
 // The overlap % of a trace written with `spec` (all steps), computed from the layout above.
