@@ -158,8 +158,11 @@ CUptiResult CuptiTracer::subscribe_and_enable(bool with_timestamp_callback, std:
   api_.ActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
   api_.ActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
   api_.ActivityEnable(CUPTI_ACTIVITY_KIND_MARKER);
-  if (api_.ActivityEnableDriverApi != nullptr) {
+  if (api_.ActivityEnableDriverApi != nullptr &&
+      options_.filter.policy() == KernelFilter::Policy::kAll) {
     // Only the launch functions: host side of launches without the volume of every API call.
+    // A bounded trace (NCCLWATCH_KERNELS=nccl|sampled:N) leaves them out: one per kernel, they
+    // would undo the bound (NCCL launches are still tied to their calls by the link records).
     for (CUpti_CallbackId cbid : kLaunchCbids) api_.ActivityEnableDriverApi(cbid, 1);
   }
   return CUPTI_SUCCESS;
