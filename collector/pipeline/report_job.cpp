@@ -1,0 +1,135 @@
+#include "pipeline/report_job.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "pipeline/pipeline.h"
+#include "report/json_renderer.h"
+#include "report/text_renderer.h"
+
+#if defined(NCCLWATCH_HAVE_TRACE) && __has_include("trace/job_loader.h")
+#include "trace/job_loader.h"
+#define NCCLWATCH_USE_TRACE 1
+#endif
+#if defined(NCCLWATCH_HAVE_KINETO) && __has_include("kineto/kineto_loader.h")
+#include "kineto/kineto_loader.h"
+#define NCCLWATCH_USE_KINETO 1
+#endif
+
+namespace ncclwatch::pipeline {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Progress on stderr, only once the work has taken more than a second: a terminal gets one line
+// rewritten in place, a log file a line every few seconds.
+class ProgressLine {
+ public:
+  ProgressLine(std::FILE* err, bool enabled)
+      : err_(err), enabled_(enabled), tty_(isatty(fileno(err)) == 1) {}
+  ~ProgressLine() {
+    if (dirty_) std::fputc('\n', err_);
+  }
+  void show(const std::string& text) {
+    if (!enabled_) return;
+    auto now = Clock::now();
+    if (now - start_ < std::chrono::seconds(1)) return;
+    if (!tty_ && now - last_ < std::chrono::seconds(5)) return;
+    last_ = now;
+    double s = std::chrono::duration<double>(now - start_).count();
+    if (tty_) {
+      std::fprintf(err_, "\rncclwatch: %s (%.1f s)\033[K", text.c_str(), s);
+      dirty_ = true;
+    } else {
+      std::fprintf(err_, "ncclwatch: %s (%.1f s)\n", text.c_str(), s);
+    }
+    std::fflush(err_);
+  }
+
+ private:
+  std::FILE* err_;
+  bool enabled_, tty_, dirty_ = false;
+  Clock::time_point start_ = Clock::now(), last_{};
+};
+
+bool load(const ReportRequest& req, model::JobTrace& job, ProgressLine& progress, std::FILE* err) {
+  if (!req.dir.empty() && !req.kineto.empty()) {
+    std::fprintf(err, "ncclwatch: give a trace directory or --kineto files, not both\n");
+    return false;
+  }
+  if (!req.kineto.empty()) {
+#ifdef NCCLWATCH_USE_KINETO
+    std::vector<model::InputProblem> problems;
+    job = kineto::load_job(req.kineto, problems);
+    job.problems.insert(job.problems.end(), problems.begin(), problems.end());
+    return true;
+#else
+    (void)progress;
+    std::fprintf(err, "ncclwatch: this build has no Kineto reader\n");
+    return false;
+#endif
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_directory(req.dir, ec)) {
+    std::fprintf(err, "ncclwatch: %s: no such directory\n", req.dir.c_str());
+    return false;
+  }
+#ifdef NCCLWATCH_USE_TRACE
+  trace::JobLoadOptions options;
+  options.job = req.job;
+  options.progress = [&progress](const trace::JobLoadProgress& p) {
+    progress.show(fmt::format("reading traces: {}/{} files, {} records", p.files_done,
+                              p.files_total, p.records_total));
+  };
+  job = trace::load_job(req.dir, options);
+  return true;
+#else
+  std::fprintf(err, "ncclwatch: this build has no trace reader\n");
+  return false;
+#endif
+}
+
+}  // namespace
+
+int report_job(const ReportRequest& req, std::FILE* out, std::FILE* err) {
+  model::JobTrace job;
+  int rc = 0;
+  {
+    ProgressLine progress(err, req.progress);
+    if (!load(req, job, progress, err)) return 2;
+    if (job.ranks.empty()) {
+      for (const auto& p : job.problems)
+        std::fprintf(err, "ncclwatch: %s: %s\n", p.source.c_str(), p.message.c_str());
+      std::fprintf(err, "ncclwatch: no rank traces%s in %s\n",
+                   req.job.empty() ? "" : (" of job " + req.job).c_str(),
+                   req.dir.empty() ? "the Kineto files" : req.dir.c_str());
+      return 2;
+    }
+    PipelineOptions options;
+    options.topology_dir = req.dir;
+    options.topology_logs = req.nccl_logs;
+    options.link_gpu = req.kineto.empty();
+    options.progress = [&progress](const char* stage) { progress.show(stage); };
+    model::Report report = build_report(job, options);
+    progress.show("writing the report");
+    if (!req.json_path.empty()) {
+      std::string error;
+      if (!report::write_json(report, req.json_path, error)) {
+        std::fprintf(err, "ncclwatch: %s\n", error.c_str());
+        rc = 1;
+      }
+    }
+    std::string text = report::render_text(report);
+    std::fflush(err);
+    std::fwrite(text.data(), 1, text.size(), out);
+    std::fflush(out);
+  }
+  return rc;
+}
+
+}  // namespace ncclwatch::pipeline

@@ -1,0 +1,33 @@
+// `ncclwatch report DIR [--job ID] [--json FILE] [--kineto FILE...] [--nccl-log FILE...]`: the
+// report of a finished (or salvaged) job from its trace directory, or from PyTorch-profiler traces.
+#include <memory>
+
+#include "command.h"
+#include "pipeline/report_job.h"
+
+namespace {
+
+ncclwatch::tools::Command report_command{
+    "report", [](CLI::App& app, int& exit_code) {
+      auto req = std::make_shared<ncclwatch::pipeline::ReportRequest>();
+      CLI::App* sub =
+          app.add_subcommand("report", "Merge a job's rank traces and print the report");
+      sub->add_option("dir", req->dir, "Trace directory (NCCLWATCH_DIR of the job)");
+      sub->add_option("--job", req->job, "Job id, when the directory holds several jobs");
+      sub->add_option("--json", req->json_path,
+                      "Also write the report as JSON (docs/report-schema.md)");
+      sub->add_option("--kineto", req->kineto,
+                      "PyTorch-profiler (Kineto) traces instead of a trace directory")
+          ->expected(1, -1);
+      sub->add_option("--nccl-log", req->nccl_logs, "NCCL_DEBUG=INFO logs for the topology check")
+          ->expected(1, -1);
+      sub->add_flag("!--no-progress", req->progress, "No progress lines on stderr");
+      sub->callback([req, &exit_code] {
+        if (req->dir.empty() && req->kineto.empty()) {
+          throw CLI::RequiredError("a trace directory or --kineto FILE...");
+        }
+        exit_code = ncclwatch::pipeline::report_job(*req, stdout, stderr);
+      });
+    }};
+
+}  // namespace

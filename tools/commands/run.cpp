@@ -1,0 +1,198 @@
+// `ncclwatch run [--dir DIR] [--mode full|lite|host] [--job ID] [--json FILE] -- CMD ARGS...`:
+// runs CMD (torchrun, mpirun, srun, a plain program) with libncclwatch.so preloaded, forwards
+// SIGINT/SIGTERM, salvages what dead ranks left in shared memory, prints the report and exits
+// with CMD's exit status. Same report as `LD_PRELOAD=libncclwatch.so CMD; ncclwatch report DIR`.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "pipeline/report_job.h"
+
+#if __has_include("trace/salvage.h")
+#include "trace/salvage.h"
+#define NCCLWATCH_USE_SALVAGE 1
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunArgs {
+  std::string dir, mode, job, json, lib;
+  std::vector<std::string> command;
+};
+
+volatile sig_atomic_t g_child = 0;
+
+// A terminal's Ctrl-C already reaches the whole foreground process group, CMD included; a
+// signal sent to us alone (kill, a batch system) is passed on.
+void forward(int sig, siginfo_t* info, void*) {
+  if (g_child > 0 && (info == nullptr || info->si_code != SI_KERNEL)) kill(g_child, sig);
+}
+
+// Same rule as the shim (file and shared-memory names): [A-Za-z0-9._-], at most 63 characters.
+std::string sanitize(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    out.push_back(ok ? c : '_');
+    if (out.size() == 63) break;
+  }
+  return out.empty() ? "_" : out;
+}
+
+std::string default_job() {
+  char stamp[32];
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  return "run-" + std::string(stamp) + "-" + std::to_string(getpid());
+}
+
+// NCCLWATCH_LIB, else next to this executable: <prefix>/lib when installed, shim/ in a build tree.
+std::string find_library(std::string& tried) {
+  if (const char* v = std::getenv("NCCLWATCH_LIB"); v != nullptr && *v != '\0') return v;
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  fs::path bin = exe.parent_path();
+  for (const fs::path& p : {bin / "../lib/libncclwatch.so", bin / "../lib64/libncclwatch.so",
+                            bin / "../shim/libncclwatch.so", bin / "libncclwatch.so"}) {
+    tried += (tried.empty() ? "" : ", ") + p.lexically_normal().string();
+    if (fs::exists(p, ec)) return fs::absolute(p, ec).lexically_normal().string();
+  }
+  return "";
+}
+
+int exit_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+int run(RunArgs& args) {
+  if (args.command.empty()) {
+    std::fprintf(stderr,
+                 "ncclwatch: run: no command given (ncclwatch run [options] -- CMD ARGS...)\n");
+    return 2;
+  }
+  if (!args.mode.empty() && args.mode != "full" && args.mode != "lite" && args.mode != "host") {
+    std::fprintf(stderr, "ncclwatch: run: --mode must be full, lite or host\n");
+    return 2;
+  }
+  std::string tried;
+  std::string lib = find_library(tried);
+  if (lib.empty()) {
+    std::fprintf(stderr,
+                 "ncclwatch: run: cannot find libncclwatch.so (looked at %s); set NCCLWATCH_LIB\n",
+                 tried.c_str());
+    return 2;
+  }
+  if (args.job.empty()) {
+    const char* env = std::getenv("NCCLWATCH_JOB");
+    args.job = env != nullptr && *env != '\0' ? env : default_job();
+  }
+  args.job = sanitize(args.job);
+  if (args.dir.empty()) {
+    const char* env = std::getenv("NCCLWATCH_DIR");
+    args.dir = env != nullptr && *env != '\0' ? env : "ncclwatch-" + args.job;
+  }
+  std::error_code ec;
+  fs::create_directories(args.dir, ec);
+  args.dir = fs::absolute(args.dir, ec).lexically_normal().string();
+
+  std::string preload = lib;
+  if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != '\0')
+    preload += ":" + std::string(old);
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+  setenv("NCCLWATCH_DIR", args.dir.c_str(), 1);
+  setenv("NCCLWATCH_JOB", args.job.c_str(), 1);
+  if (!args.mode.empty()) setenv("NCCLWATCH_MODE", args.mode.c_str(), 1);
+
+  struct sigaction sa {};
+  sa.sa_sigaction = forward;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old_int {
+  }, old_term{};
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+
+  std::vector<char*> argv;
+  for (auto& a : args.command) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  pid_t child = fork();
+  if (child < 0) {
+    std::fprintf(stderr, "ncclwatch: run: fork: %s\n", std::strerror(errno));
+    return 2;
+  }
+  if (child == 0) {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "ncclwatch: run: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  g_child = child;
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) {
+      status = 1 << 8;
+      break;
+    }
+  }
+  g_child = 0;
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  int rc = exit_status(status);
+  // The preload is for CMD only: nothing we start from here on should record itself.
+  unsetenv("LD_PRELOAD");
+
+#ifdef NCCLWATCH_USE_SALVAGE
+  // Ranks that died (or hung and were killed) left their last records in shared memory.
+  ncclwatch::trace::SalvageOptions salvage;
+  salvage.dir = args.dir;
+  for (const auto& r : ncclwatch::trace::salvage_job(args.job, salvage)) {
+    std::fprintf(stderr, "ncclwatch: %s\n", ncclwatch::trace::describe(r).c_str());
+  }
+#endif
+  std::fprintf(stderr, "ncclwatch: %s exited with status %d; traces in %s\n",
+               args.command[0].c_str(), rc, args.dir.c_str());
+  ncclwatch::pipeline::ReportRequest req;
+  req.dir = args.dir;
+  req.job = args.job;
+  req.json_path = args.json;
+  ncclwatch::pipeline::report_job(req, stdout, stderr);
+  return rc;
+}
+
+ncclwatch::tools::Command run_command{
+    "run", [](CLI::App& app, int& exit_code) {
+      auto args = std::make_shared<RunArgs>();
+      CLI::App* sub = app.add_subcommand(
+          "run", "Run a command with every rank recorded, then print the report");
+      sub->add_option("--dir", args->dir,
+                      "Trace directory (default $NCCLWATCH_DIR or ./ncclwatch-<job>)");
+      sub->add_option("--mode", args->mode,
+                      "GPU timing: full (CUPTI), lite (CUDA events) or host (none)");
+      sub->add_option("--job", args->job, "Job id (default $NCCLWATCH_JOB or run-<time>-<pid>)");
+      sub->add_option("--json", args->json, "Also write the report as JSON to FILE");
+      sub->add_option("command", args->command, "CMD ARGS... (after --)")->required();
+      sub->callback([args, &exit_code] { exit_code = run(*args); });
+    }};
+
+}  // namespace
