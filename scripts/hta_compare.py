@@ -59,12 +59,22 @@ def main():
 
     files = find_traces(args.traces)
     if args.time:
+        import resource
+
+        def cpu_s():  # this process and its waited-for children (HTA may use worker processes)
+            own = resource.getrusage(resource.RUSAGE_SELF)
+            kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+            return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
         for f in files:
             size = os.path.getsize(f)
+            cpu0 = cpu_s()
             pct, load_s, overlap_s = hta_overlap(f, False)
+            cpu = cpu_s() - cpu0
             total = load_s + overlap_s
             print(f"{f}: {size / 1e6:.1f} MB, HTA TraceAnalysis {load_s:.2f} s + get_comm_comp_overlap "
-                  f"{overlap_s:.2f} s = {total:.2f} s ({size / 1e6 / total:.2f} MB/s), overlap {pct:.2f} %")
+                  f"{overlap_s:.2f} s = {total:.2f} s wall ({size / 1e6 / total:.2f} MB/s), "
+                  f"{cpu:.2f} s CPU ({size / 1e6 / cpu:.2f} MB/s per CPU second), overlap {pct:.2f} %")
         return 0
 
     # (HTA setting, ncclwatch probe key): last step dropped / kept, HTA's default rounding of

@@ -146,22 +146,19 @@ model::JobTrace load_job(const std::vector<std::string>& paths_or_dirs,
   for (auto& t : threads) t.join();
 
   model::JobTrace job;
-  auto report = [&](model::InputProblem p) {
-    problems.push_back(p);
-    job.problems.push_back(std::move(p));
-  };
-  for (auto& p : dir_problems) report(std::move(p));
+  for (auto& p : dir_problems) problems.push_back(std::move(p));
   std::map<int32_t, std::string> seen;  // global rank -> file
   for (std::size_t i = 0; i < files.size(); ++i) {
-    for (auto& p : file_problems[i]) report(std::move(p));
+    for (auto& p : file_problems[i]) problems.push_back(std::move(p));
     if (!traces[i]) continue;
     const int32_t rank = traces[i]->info.rank;
     if (rank >= 0) {
       auto [it, fresh] = seen.emplace(rank, files[i]);
       if (!fresh) {
-        report({files[i], fmt::format("rank {} already read from {}; skipped (one rank per "
-                                      "file, one job per report)",
-                                      rank, it->second)});
+        problems.push_back(
+            {files[i], fmt::format("rank {} already read from {}; skipped (one rank per "
+                                   "file, one job per report)",
+                                   rank, it->second)});
         continue;
       }
     }
