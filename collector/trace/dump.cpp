@@ -1,0 +1,111 @@
+#include "trace/dump.h"
+
+#include <fmt/format.h>
+
+#include "trace/record_check.h"
+#include "trace/record_json.h"
+#include "trace/record_names.h"
+#include "trace/trace_file_reader.h"
+#include "trace/trace_header_check.h"
+
+namespace ncclwatch::trace {
+
+std::optional<std::set<format::RecordKind>> parse_kinds(const std::string& csv,
+                                                        std::string& error) {
+  std::set<format::RecordKind> kinds;
+  std::size_t begin = 0;
+  while (begin <= csv.size()) {
+    std::size_t end = csv.find(',', begin);
+    if (end == std::string::npos) end = csv.size();
+    const std::string name = csv.substr(begin, end - begin);
+    if (!name.empty()) {
+      const auto kind = kind_from_name(name);
+      if (!kind) {
+        std::string known;
+        for (uint8_t k = 1; k < static_cast<uint8_t>(format::RecordKind::kCount); ++k)
+          known += (known.empty() ? "" : ",") + kind_name(k);
+        error = fmt::format("unknown record kind '{}' (kinds: {})", name, known);
+        return std::nullopt;
+      }
+      kinds.insert(*kind);
+    }
+    begin = end + 1;
+  }
+  return kinds;
+}
+
+namespace {
+
+nlohmann::ordered_json header_json(const format::TraceHeader& h) {
+  const auto& p = h.process;
+  nlohmann::ordered_json j;
+  j["kind"] = "header";
+  j["layout_version"] = h.layout_version;
+  j["state"] = h.state == format::kTraceStateOpen       ? "open"
+               : h.state == format::kTraceStateClosed   ? "closed"
+               : h.state == format::kTraceStateSalvaged ? "salvaged"
+                                                        : fmt::format("unknown({})", h.state);
+  j["job"] = bounded_string(p.job, sizeof p.job);
+  j["host"] = bounded_string(p.host, sizeof p.host);
+  j["pid"] = p.pid;
+  j["rank"] = p.rank;
+  j["world_size"] = p.world_size;
+  j["local_rank"] = p.local_rank;
+  j["device"] = p.device;
+  j["start_monotonic_ns"] = p.start_monotonic_ns;
+  j["start_realtime_ns"] = p.start_realtime_ns;
+  j["records"] = h.records;
+  j["dropped"] = h.dropped;
+  j["cupti_dropped"] = h.cupti_dropped;
+  j["mode"] = h.mode;
+  return j;
+}
+
+}  // namespace
+
+int dump_trace(const std::string& path, const DumpOptions& options, std::FILE* out,
+               std::FILE* err) {
+  TraceFileReader reader;
+  if (!reader.open(path)) {
+    fmt::print(err, "ncclwatch dump: {}: {}\n", path, reader.error());
+    return 1;
+  }
+  // Pass 1: names (string chunks may come after the records that use them).
+  StringTable names;
+  for (auto chunk = reader.next(); !chunk.empty(); chunk = reader.next()) {
+    for (const auto& r : chunk) {
+      if (r.prefix.kind == format::RecordKind::kString && record_problem(r) == nullptr)
+        names.add(r.string);
+    }
+  }
+  names.finish();
+  reader.rewind();
+
+  if (options.header) fmt::print(out, "{}\n", header_json(reader.header()).dump());
+  uint64_t index = 0, printed = 0, invalid = 0;
+  for (auto chunk = reader.next(); !chunk.empty(); chunk = reader.next()) {
+    for (const auto& r : chunk) {
+      if (record_problem(r) != nullptr) ++invalid;
+      if (options.kinds.empty() || options.kinds.contains(r.prefix.kind)) {
+        const std::string line =
+            record_to_json(r, index, names)
+                .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+        std::fwrite(line.data(), 1, line.size(), out);
+        std::fputc('\n', out);
+        ++printed;
+      }
+      ++index;
+    }
+  }
+  std::fflush(out);
+  for (const auto& w : reader.warnings()) fmt::print(err, "ncclwatch dump: {}: {}\n", path, w);
+  const auto& p = reader.header().process;
+  fmt::print(
+      err,
+      "ncclwatch dump: {}: {} records, {} printed, {} invalid; job '{}' host '{}' pid {} rank {}\n",
+      path, index, printed, invalid, bounded_string(p.job, sizeof p.job),
+      bounded_string(p.host, sizeof p.host), p.pid, p.rank);
+  return 0;
+}
+
+}  // namespace ncclwatch::trace

@@ -1,0 +1,114 @@
+// `ncclwatch dump` logic: JSON lines with every field, names resolved, kinds filter, errors.
+#include "trace/dump.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "trace_fixture.h"
+
+namespace ncclwatch::trace {
+namespace {
+
+using namespace testing;  // NOLINT: the fixture's builders
+
+struct Captured {
+  int rc = 0;
+  std::vector<nlohmann::json> lines;
+  std::string err;
+};
+
+std::string slurp(std::FILE* f) {
+  std::rewind(f);
+  std::string s;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
+  std::fclose(f);
+  return s;
+}
+
+Captured run_dump(const std::string& path, const DumpOptions& options) {
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  Captured c;
+  c.rc = dump_trace(path, options, out, err);
+  std::istringstream lines(slurp(out));
+  for (std::string line; std::getline(lines, line);) c.lines.push_back(nlohmann::json::parse(line));
+  c.err = slurp(err);
+  return c;
+}
+
+TEST(Dump, EveryRecordOneLineWithNamesResolved) {
+  TempDir dir;
+  std::vector<Record> rs = {make_kernel(10, 20, 5, 3, true)};  // name defined after its use
+  for (auto& s : make_string(3, "ncclDevKernel_Broadcast")) rs.push_back(s);
+  rs.push_back(make_call(Func::kBroadcast, 0xfeedface12345678ULL, 9, 30, 40, 100, 0));
+  rs.push_back(make_comm(0x42, 8, 3, 1));
+  Record bad = make_call(Func::kAllReduce, 1, 1, 50, 10);
+  rs.push_back(bad);
+  const auto path = write_rank(dir.path(), "job", "h", 1, 3, 8, rs);
+  DumpOptions options;
+  options.header = true;
+  const auto c = run_dump(path, options);
+  EXPECT_EQ(c.rc, 0);
+  ASSERT_EQ(c.lines.size(), 6u);
+  EXPECT_EQ(c.lines[0]["kind"], "header");
+  EXPECT_EQ(c.lines[0]["rank"], 3);
+  EXPECT_EQ(c.lines[0]["state"], "closed");
+  EXPECT_EQ(c.lines[1]["kind"], "kernel");
+  EXPECT_EQ(c.lines[1]["name"], "ncclDevKernel_Broadcast");
+  EXPECT_EQ(c.lines[1]["nccl"], true);
+  EXPECT_EQ(c.lines[3]["func"], "broadcast");
+  EXPECT_EQ(c.lines[3]["comm_id"], "0xfeedface12345678");
+  EXPECT_EQ(c.lines[3]["seq"], 9);
+  EXPECT_EQ(c.lines[3]["peer"], 0);
+  EXPECT_EQ(c.lines[3]["bytes"], 400);
+  EXPECT_EQ(c.lines[3]["index"], 2);
+  EXPECT_EQ(c.lines[4]["nranks"], 8);
+  EXPECT_EQ(c.lines[5]["invalid"], "call exits before it enters");
+  EXPECT_NE(c.err.find("5 records, 5 printed, 1 invalid; job 'job' host 'h' pid 1 rank 3"),
+            std::string::npos)
+      << c.err;
+}
+
+TEST(Dump, KindsFilter) {
+  TempDir dir;
+  const auto path =
+      write_rank(dir.path(), "job", "h", 1, 0, 1,
+                 {make_call(Func::kAllReduce, 1, 0, 1, 2), make_kernel(1, 2, 1, 0, false),
+                  make_launch(1, 2, 3, 4), make_call(Func::kAllReduce, 1, 1, 3, 4)});
+  std::string error;
+  const auto kinds = parse_kinds("call,launch", error);
+  ASSERT_TRUE(kinds);
+  DumpOptions options;
+  options.kinds = *kinds;
+  const auto c = run_dump(path, options);
+  ASSERT_EQ(c.lines.size(), 3u);
+  EXPECT_EQ(c.lines[0]["kind"], "call");
+  EXPECT_EQ(c.lines[1]["kind"], "launch");
+  EXPECT_EQ(c.lines[2]["index"], 3);
+  EXPECT_FALSE(parse_kinds("call,nope", error));
+  EXPECT_NE(error.find("unknown record kind 'nope'"), std::string::npos);
+}
+
+TEST(Dump, UnreadableFileIsAnErrorAndTornTailAWarning) {
+  TempDir dir;
+  write_bytes(dir.file("x"), std::vector<char>(500, 'x'));
+  auto c = run_dump(dir.file("x"), {});
+  EXPECT_EQ(c.rc, 1);
+  EXPECT_TRUE(c.lines.empty());
+  EXPECT_NE(c.err.find("not an ncclwatch trace (bad magic"), std::string::npos) << c.err;
+
+  write_trace(dir.file("t"),
+              make_header(make_process("j", "h", 1, 0, 1), format::kTraceStateOpen, 0),
+              {make_call(Func::kAllReduce, 1, 0, 1, 2)}, 5);
+  c = run_dump(dir.file("t"), {});
+  EXPECT_EQ(c.rc, 0);
+  EXPECT_EQ(c.lines.size(), 1u);
+  EXPECT_NE(c.err.find("last record torn (5 of 64 bytes)"), std::string::npos) << c.err;
+}
+
+}  // namespace
+}  // namespace ncclwatch::trace

@@ -1,0 +1,303 @@
+// Segments and salvage: joining what the trace file holds with what the ring still holds.
+#include "trace/salvage.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "trace/rank_loader.h"
+#include "trace/segment_view.h"
+#include "trace_fixture.h"
+
+namespace ncclwatch::trace {
+namespace {
+
+using namespace testing;  // NOLINT: the fixture's builders
+
+Record call(uint32_t seq) {
+  return make_call(Func::kAllReduce, 0x99, seq, 1000 + 100 * int64_t{seq},
+                   1050 + 100 * int64_t{seq});
+}
+
+// A pid that is certainly dead: a child that exited and was reaped.
+int64_t dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return child;
+}
+
+std::vector<uint64_t> seqs_in(const std::string& path) {
+  std::vector<model::InputProblem> problems;
+  const auto t = load_rank(path, problems);
+  std::vector<uint64_t> out;
+  for (const auto& c : t.calls) out.push_back(c.seq);
+  return out;
+}
+
+bool segment_exists(const std::string& name) {
+  return std::filesystem::exists(std::string(kShmDirectory) + "/" + name);
+}
+
+TEST(Salvage, JoinsFileAndRingWithoutDuplicatesOrGapsAndCountsHoles) {
+  TempDir dir;
+  const std::string job = unique_job("join");
+  const int64_t pid = dead_pid();
+  const std::string path = dir.file("ncclwatch.h.trace");
+  // The drain thread wrote positions [0, 5) and died while writing the 6th (torn).
+  std::vector<Record> on_disk;
+  for (uint32_t i = 0; i < 5; ++i) on_disk.push_back(call(i));
+  auto header = make_header(make_process(job, "h", pid, -1, -1), format::kTraceStateOpen, 0);
+  write_trace(path, header, on_disk, 30);
+
+  TestSegment seg(job, "h", pid, 8, path);
+  // The ring: positions 3..11 were committed (3, 4 already on disk, 3 overwritten by 11),
+  // position 9 was claimed but never published (a hole).
+  for (uint32_t pos = 3; pos < 12; ++pos) seg.put(pos, call(pos), pos != 9);
+  seg.set_positions(5, 12);
+  seg.header().process.rank = 2;
+  seg.header().process.world_size = 4;
+  seg.header().dropped = 17;
+
+  const SalvageResult r = salvage_segment(seg.name(), {});
+  ASSERT_EQ(r.status, SalvageStatus::kSalvaged) << describe(r);
+  seg.release();
+  EXPECT_FALSE(segment_exists(seg.name()));
+  EXPECT_EQ(r.trace_path, path);
+  EXPECT_EQ(r.in_file, 5u);
+  EXPECT_EQ(r.appended, 6u);  // 5, 6, 7, 8, 10, 11
+  EXPECT_EQ(r.holes, 1u);
+  EXPECT_EQ(r.overwritten, 0u);
+  EXPECT_EQ(r.dropped, 17u);
+  EXPECT_EQ(seqs_in(path), (std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11}));
+  EXPECT_NE(describe(r).find("5 in file + 6 recovered, 1 hole(s), 0 overwritten, 17 dropped"),
+            std::string::npos)
+      << describe(r);
+
+  std::vector<model::InputProblem> problems;
+  const auto t = load_rank(path, problems);
+  EXPECT_TRUE(problems.empty()) << problems[0].message;
+  EXPECT_TRUE(t.info.salvaged);
+  EXPECT_TRUE(t.info.complete);
+  EXPECT_EQ(t.info.rank, 2);  // learned from the segment
+  EXPECT_EQ(t.info.dropped, 17u);
+}
+
+TEST(Salvage, CreatesTheTraceFileAndCountsOverwrittenPositions) {
+  TempDir dir;
+  const std::string job = unique_job("create");
+  const int64_t pid = dead_pid();
+  const std::string path = dir.file("fresh.trace");
+  TestSegment seg(job, "h", pid, 4, path);
+  for (uint32_t pos = 0; pos < 10; ++pos) seg.put(pos, call(pos));  // 0..5 overwritten by 4..9
+  seg.set_positions(6, 10);
+  const SalvageResult r = salvage_segment(seg.name(), {});
+  ASSERT_EQ(r.status, SalvageStatus::kSalvaged) << describe(r);
+  seg.release();
+  EXPECT_EQ(r.in_file, 0u);
+  EXPECT_EQ(r.overwritten, 6u);
+  EXPECT_EQ(r.appended, 4u);
+  EXPECT_EQ(seqs_in(path), (std::vector<uint64_t>{6, 7, 8, 9}));
+  std::vector<model::InputProblem> problems;
+  const auto t = load_rank(path, problems);
+  EXPECT_EQ(t.info.job, job);
+  EXPECT_EQ(t.info.pid, pid);
+}
+
+TEST(Salvage, RefusesALiveOwnerUnlessForced) {
+  TempDir dir;
+  const std::string job = unique_job("live");
+  const std::string path = dir.file("live.trace");
+  TestSegment seg(job, "h", ::getpid(), 8, path);  // this test process is alive
+  seg.put(0, call(0));
+  SalvageResult r = salvage_segment(seg.name(), {});
+  EXPECT_EQ(r.status, SalvageStatus::kSkippedLive);
+  EXPECT_NE(describe(r).find("owner pid " + std::to_string(::getpid()) + " is alive"),
+            std::string::npos);
+  EXPECT_TRUE(segment_exists(seg.name()));
+  EXPECT_FALSE(std::filesystem::exists(path));
+
+  SalvageOptions force;
+  force.force = true;
+  r = salvage_segment(seg.name(), force);
+  ASSERT_EQ(r.status, SalvageStatus::kSalvaged) << describe(r);
+  seg.release();
+  EXPECT_EQ(seqs_in(path), (std::vector<uint64_t>{0}));
+}
+
+TEST(Salvage, ClosedSegmentOfALiveOwnerIsFair) {
+  TempDir dir;
+  const std::string job = unique_job("closed");
+  TestSegment seg(job, "h", ::getpid(), 8, dir.file("c.trace"));
+  seg.put(0, call(0));
+  seg.header().state = format::kSegmentStateClosed;
+  const SalvageResult r = salvage_segment(seg.name(), {});
+  EXPECT_EQ(r.status, SalvageStatus::kSalvaged) << describe(r);
+  seg.release();
+}
+
+TEST(Salvage, UnwritableTracePathFallsBackToDirKeepingTheFileRecords) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root writes anywhere";
+  TempDir dir, ro, out;
+  const std::string job = unique_job("ro");
+  const int64_t pid = dead_pid();
+  const std::string path = ro.file("ncclwatch.h.1.trace");
+  write_trace(path, make_header(make_process(job, "h", pid, 0, 1), format::kTraceStateOpen, 0),
+              {call(0), call(1)});
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read);
+  TestSegment seg(job, "h", pid, 8, path);
+  seg.put(2, call(2));
+  seg.set_positions(2, 3);
+  SalvageResult r = salvage_segment(seg.name(), {});
+  EXPECT_EQ(r.status, SalvageStatus::kFailed);
+  EXPECT_NE(r.message.find("give --dir"), std::string::npos) << r.message;
+  SalvageOptions options;
+  options.dir = out.path();
+  r = salvage_segment(seg.name(), options);
+  ASSERT_EQ(r.status, SalvageStatus::kSalvaged) << describe(r);
+  seg.release();
+  EXPECT_EQ(r.trace_path, out.file("ncclwatch.h.1.trace"));
+  EXPECT_EQ(seqs_in(r.trace_path), (std::vector<uint64_t>{0, 1, 2}));
+}
+
+TEST(Salvage, TracePathInAMissingDirectoryFallsBackToDir) {
+  TempDir out;
+  const std::string job = unique_job("gone");
+  const int64_t pid = dead_pid();
+  TestSegment seg(job, "h", pid, 8, out.file("no/such/dir/ncclwatch.h.7.trace"));
+  seg.put(0, call(0));
+  seg.put(1, call(1));
+  SalvageOptions options;
+  options.dir = out.path();
+  const SalvageResult r = salvage_segment(seg.name(), options);
+  ASSERT_EQ(r.status, SalvageStatus::kSalvaged) << describe(r);
+  seg.release();
+  EXPECT_EQ(r.trace_path, out.file("ncclwatch.h.7.trace"));
+  EXPECT_NE(describe(r).find("wrote " + r.trace_path + " instead"), std::string::npos)
+      << describe(r);
+  EXPECT_EQ(seqs_in(r.trace_path), (std::vector<uint64_t>{0, 1}));
+}
+
+TEST(Salvage, NoTracePathUsesDir) {
+  TempDir out;
+  const std::string job = unique_job("nopath");
+  const int64_t pid = dead_pid();
+  TestSegment seg(job, "nodeZ", pid, 8, "");
+  seg.put(0, call(0));
+  SalvageOptions options;
+  options.dir = out.path();
+  const SalvageResult r = salvage_segment(seg.name(), options);
+  ASSERT_EQ(r.status, SalvageStatus::kSalvaged) << describe(r);
+  seg.release();
+  EXPECT_EQ(r.trace_path, out.file("ncclwatch.nodeZ." + std::to_string(pid) + ".trace"));
+}
+
+TEST(Salvage, RefusesAnotherProcesssFileAndForeignFiles) {
+  TempDir dir;
+  const std::string job = unique_job("other");
+  const int64_t pid = dead_pid();
+  const std::string path = dir.file("x.trace");
+  write_trace(path, make_header(make_process(job, "h", pid + 1, 0, 1), format::kTraceStateOpen, 0),
+              {call(0)});
+  TestSegment seg(job, "h", pid, 8, path);
+  seg.put(0, call(0));
+  SalvageResult r = salvage_segment(seg.name(), {});
+  EXPECT_EQ(r.status, SalvageStatus::kFailed);
+  EXPECT_NE(r.message.find("belongs to another process"), std::string::npos) << r.message;
+  write_bytes(path, std::vector<char>(1000, 'x'));
+  r = salvage_segment(seg.name(), {});
+  EXPECT_EQ(r.status, SalvageStatus::kFailed);
+  EXPECT_NE(r.message.find("not an ncclwatch trace"), std::string::npos) << r.message;
+  EXPECT_EQ(read_bytes(path).size(), 1000u);  // not touched
+  EXPECT_TRUE(segment_exists(seg.name()));
+}
+
+TEST(Salvage, AlreadySalvagedFileOnlyRemovesTheSegment) {
+  TempDir dir;
+  const std::string job = unique_job("again");
+  const int64_t pid = dead_pid();
+  const std::string path = dir.file("a.trace");
+  write_trace(path, make_header(make_process(job, "h", pid, 0, 1), format::kTraceStateSalvaged, 2),
+              {call(0), call(2)});
+  TestSegment seg(job, "h", pid, 8, path);
+  seg.put(0, call(0));
+  seg.put(2, call(2));
+  const SalvageResult r = salvage_segment(seg.name(), {});
+  EXPECT_EQ(r.status, SalvageStatus::kAlreadySalvaged) << describe(r);
+  seg.release();
+  EXPECT_FALSE(segment_exists(seg.name()));
+  EXPECT_EQ(seqs_in(path), (std::vector<uint64_t>{0, 2}));
+}
+
+TEST(Salvage, BadSegmentsFailWithALine) {
+  const std::string job = unique_job("bad");
+  const int64_t pid = dead_pid();
+  TestSegment seg(job, "h", pid, 8, "/tmp/x.trace");
+  seg.header().capacity = 1024;  // more than the mapping holds
+  SalvageResult r = salvage_segment(seg.name(), {});
+  EXPECT_EQ(r.status, SalvageStatus::kFailed);
+  EXPECT_NE(r.message.find("capacity 1024 does not fit"), std::string::npos) << r.message;
+  seg.header().capacity = 6;
+  r = salvage_segment(seg.name(), {});
+  EXPECT_NE(r.message.find("power of two"), std::string::npos) << r.message;
+  seg.header().capacity = 8;
+  seg.header().magic = 42;
+  r = salvage_segment(seg.name(), {});
+  EXPECT_NE(r.message.find("bad magic"), std::string::npos) << r.message;
+  seg.header().magic = format::kSegmentMagic;
+  seg.header().layout_version = 3;
+  r = salvage_segment(seg.name(), {});
+  EXPECT_NE(r.message.find("layout version 3"), std::string::npos) << r.message;
+  seg.header().layout_version = format::kLayoutVersion;
+  seg.set_positions(5, 2);
+  r = salvage_segment(seg.name(), {});
+  EXPECT_NE(r.message.find("read position 5 beyond write position 2"), std::string::npos)
+      << r.message;
+  r = salvage_segment("ncclwatch." + job + ".missing", {});
+  EXPECT_NE(r.message.find("cannot map segment"), std::string::npos) << r.message;
+  EXPECT_TRUE(segment_exists(seg.name()));
+}
+
+TEST(Salvage, SalvageJobTakesOnlyThatJobsSegments) {
+  TempDir dir;
+  const std::string job = unique_job("job");
+  const int64_t pid = dead_pid();
+  TestSegment a(job, "h", pid, 8, dir.file("a.trace"));
+  TestSegment b(job + ".b", "h", pid, 8, dir.file("b.trace"));  // prefix-alike job
+  a.put(0, call(0));
+  b.put(0, call(0));
+  const auto listed = list_segments(job);
+  EXPECT_EQ(listed.size(), 2u);  // by name both match; the header tells them apart
+  const auto results = salvage_job(job, {});
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].segment, a.name());
+  EXPECT_EQ(results[0].status, SalvageStatus::kSalvaged) << describe(results[0]);
+  a.release();
+  EXPECT_TRUE(segment_exists(b.name()));
+}
+
+TEST(Salvage, ProcessAlive) {
+  EXPECT_TRUE(process_alive(::getpid()));
+  EXPECT_FALSE(process_alive(dead_pid()));
+  EXPECT_FALSE(process_alive(0));
+  EXPECT_FALSE(process_alive(-5));
+  // A killed child nobody reaped yet is a zombie, and dead for salvage.
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ::kill(child, SIGKILL);
+  siginfo_t info{};
+  ::waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT);
+  EXPECT_FALSE(process_alive(child));
+  ::waitpid(child, nullptr, 0);
+}
+
+}  // namespace
+}  // namespace ncclwatch::trace
