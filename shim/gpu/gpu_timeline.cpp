@@ -47,7 +47,20 @@ void at_exit() {
   GpuTimeline::instance().shutdown();
 }
 
+// NVTX ranges reach CUPTI only when NVTX loads CUPTI as its injection library, which it does at
+// the application's first NVTX call, long before the shim starts CUPTI. When the user named the
+// CUPTI to use (NCCLWATCH_CUPTI), point NVTX at that same library; guessing one here could load a
+// second, different CUPTI next to the application's own. NCCLWATCH_NVTX=0 leaves NVTX alone.
+void route_nvtx_to_cupti() {
+  const char* cupti = std::getenv("NCCLWATCH_CUPTI");
+  const char* nvtx = std::getenv("NCCLWATCH_NVTX");
+  if (cupti == nullptr || cupti[0] == '\0' || (nvtx != nullptr && std::strcmp(nvtx, "0") == 0))
+    return;
+  setenv("NVTX_INJECTION64_PATH", cupti, 0);  // never overrides the user's own choice
+}
+
 __attribute__((constructor)) void install_observer() {
+  route_nvtx_to_cupti();  // constructors run before main: no other thread reads the environment
   set_call_observer(&GpuTimeline::instance());
 }
 

@@ -12,7 +12,9 @@
 //   host  NCCLWATCH_MODE=host, or no CUDA at all: NCCL call records only
 // Environment: NCCLWATCH_CUPTI (libcupti path), NCCLWATCH_CUDART (libcudart path),
 // NCCLWATCH_KERNELS (all|nccl|sampled:N, kernel_filter.h), NCCLWATCH_CUPTI_CLOCK
-// (callback|measured), NCCLWATCH_CUPTI_BUFFERS (count, <= 64), NCCLWATCH_CUPTI_BUFFER_KB.
+// (callback|measured), NCCLWATCH_CUPTI_BUFFERS (count, <= 64), NCCLWATCH_CUPTI_BUFFER_KB,
+// NCCLWATCH_NVTX=0 (do not set NVTX_INJECTION64_PATH to NCCLWATCH_CUPTI: NVTX ranges then only
+// appear if the user set NVTX_INJECTION64_PATH to the CUPTI the shim uses).
 #pragma once
 
 #include <atomic>

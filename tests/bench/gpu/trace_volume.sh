@@ -6,7 +6,7 @@
 # trace files. Usage: trace_volume.sh <fake_launcher> <fake_train> <libncclwatch.so>
 set -euo pipefail
 launcher=$1 train=$2 shim=$3
-steps=6
+steps=24  # > 4 s of run: sampled:4 sees whole 1-second windows
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 printf '%-14s %14s %14s %12s\n' "NCCLWATCH_KERNELS" "bytes/step" "records/step" "kernels/step"

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "fake_cuda_hooks.h"
 
@@ -69,7 +70,7 @@ class VirtualGpu {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::unordered_map<std::string, const char*> names_;
+  std::unordered_set<std::string> names_;  // node-based: c_str() of an element never moves
   std::unordered_map<uint64_t, Pending> pending_;
   std::unordered_map<int, FakeStream*> default_streams_;
   std::unordered_map<FakeStream*, int> streams_;  // created streams, for device-wide sync

@@ -79,6 +79,8 @@ JobRun run_job(const std::string& program, const std::vector<std::string>& args,
     }
     closedir(d);
   }
+  std::string rm = "rm -rf " + dir;
+  EXPECT_EQ(std::system(rm.c_str()), 0);
   return run;
 }
 

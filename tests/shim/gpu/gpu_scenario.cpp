@@ -120,6 +120,7 @@ void run(int steps) {
   shim::test_call(call(Func::kAllReduce, comm, 5000, capture_stream), [] { return 0; });
   cudaGraph_t graph;
   cudaStreamEndCapture(capture_stream, &graph);
+  cudaGraphDestroy(graph);
 }
 #endif
 
@@ -151,7 +152,8 @@ int main(int argc, char** argv) {
   uint64_t dropped = shim::test_cupti_dropped.load();
   std::fwrite(&mode, sizeof mode, 1, f);
   std::fwrite(&dropped, sizeof dropped, 1, f);
-  std::fwrite(records.data(), sizeof(ncclwatch::format::Record), records.size(), f);
+  if (!records.empty())
+    std::fwrite(records.data(), sizeof(ncclwatch::format::Record), records.size(), f);
   std::fclose(f);
   return 0;
 }

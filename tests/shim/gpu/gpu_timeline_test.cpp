@@ -86,6 +86,7 @@ ScenarioRun run_scenario(const char* exe, const std::string& scenario,
   for (std::string line; std::getline(ef, line);) {
     if (line.rfind("ncclwatch:", 0) == 0) run.warnings.push_back(line);
   }
+  for (const char* ext : {".records", ".truth", ".stderr"}) std::remove((out + ext).c_str());
   return run;
 }
 
