@@ -185,8 +185,8 @@ void rank_findings(const model::JobTrace& job, model::Report& report) {
   }
   if (!salvaged.empty()) {
     add(report, Severity::kWarning,
-        fmt::format("{} died or were killed: records salvaged from shared memory",
-                    ranks_word(salvaged)));
+        fmt::format("{} {} killed: records salvaged from shared memory", ranks_word(salvaged),
+                    salvaged.size() == 1 ? "died or was" : "died or were"));
   }
   if (!cut.empty()) {
     add(report, Severity::kWarning,
@@ -238,8 +238,8 @@ void add_collector_findings(const model::JobTrace& job, const model::MatchResult
   if (incomplete == 0 && desyncs == 0) {
     add(report, Severity::kInfo,
         fmt::format(
-            "{} ranks, {} comms: all {} instances matched on every rank (no hang, no desync)",
-            job.ranks.size(), match.comms.size(), instances));
+            "{} ranks, {} comm{}: all {} instances matched on every rank (no hang, no desync)",
+            job.ranks.size(), match.comms.size(), match.comms.size() == 1 ? "" : "s", instances));
   }
 }
 
