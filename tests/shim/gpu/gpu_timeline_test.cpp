@@ -322,3 +322,44 @@ TEST(GpuTimeline, RiskyRuntimeUsesTheMeasuredClockFromTheStart) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(GpuTimeline, UnloadableCuptiFallsBackToLiteSayingWhy) {
+  ScenarioRun run =
+      run_scenario(GPU_SCENARIO, "basic", {"NCCLWATCH_CUPTI=/nonexistent/libcupti.so"});
+  ASSERT_EQ(run.status, 0);
+  EXPECT_EQ(run.mode, 2u);
+  ASSERT_EQ(run.warnings.size(), 1u);
+  EXPECT_NE(run.warnings[0].find("CUPTI cannot be loaded"), std::string::npos) << run.warnings[0];
+  expect_lite_intervals(run);
+}
+
+TEST(GpuTimeline, HostModeRecordsNoGpuTime) {
+  auto env = full_env();
+  env.push_back("NCCLWATCH_MODE=host");
+  ScenarioRun run = run_scenario(GPU_SCENARIO, "basic", env);
+  ASSERT_EQ(run.status, 0);
+  EXPECT_EQ(run.mode, 0u);
+  ASSERT_EQ(run.warnings.size(), 1u);
+  EXPECT_TRUE(run.of(RecordKind::kKernel).empty());
+  EXPECT_TRUE(run.of(RecordKind::kCollGpu).empty());
+  EXPECT_TRUE(run.of(RecordKind::kKernelLink).empty());
+}
+
+TEST(GpuTimeline, NcclOnlyPolicyKeepsEveryCollectiveAndDropsCompute) {
+  auto env = full_env();
+  env.push_back("NCCLWATCH_KERNELS=nccl");
+  ScenarioRun run = run_scenario(GPU_SCENARIO, "basic", env);
+  ASSERT_EQ(run.status, 0);
+  int nccl = 0;
+  for (const auto& k : run.of(RecordKind::kKernel)) {
+    EXPECT_TRUE(k.prefix.flags & ncclwatch::format::kKernelIsNccl) << run.name(k.kernel.name_id);
+    ++nccl;
+  }
+  EXPECT_EQ(nccl, 12);                               // every NCCL kernel, nothing else
+  EXPECT_TRUE(run.of(RecordKind::kLaunch).empty());  // one per kernel: left out when bounded
+  EXPECT_FALSE(run.of(RecordKind::kKernelLink).empty());
+}
+
+}  // namespace
