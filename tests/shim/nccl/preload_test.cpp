@@ -314,17 +314,18 @@ TEST_F(PreloadTest, NonBlockingCommsAreFlagged) {
 }
 
 TEST_F(PreloadTest, ClockOffsetHookShiftsOneRank) {
-  ASSERT_EQ(launch(2, {"--steps", "1"}, {"@1:NCCLWATCH_TEST_CLOCK_OFFSET_NS=5000000000"}), 0);
+  ASSERT_EQ(launch(2, {"--steps", "1"}, {"@1:NCCLWATCH_TEST_CLOCK_OFFSET_NS=10000000000"}), 0);
   auto traces = traces_by_rank();
   ASSERT_EQ(traces.size(), 2u);
   int64_t d_mono =
       traces[1].header.process.start_monotonic_ns - traces[0].header.process.start_monotonic_ns;
   int64_t d_real =
       traces[1].header.process.start_realtime_ns - traces[0].header.process.start_realtime_ns;
-  EXPECT_GT(d_mono, 4000000000);
-  EXPECT_LT(d_mono, 6000000000);
-  EXPECT_GT(d_real, 4000000000);
-  EXPECT_LT(d_real, 6000000000);
+  // 10 s of offset; the ranks start their recorders within a fraction of a second of each other.
+  EXPECT_GT(d_mono, 7500000000);
+  EXPECT_LT(d_mono, 12500000000);
+  EXPECT_GT(d_real, 7500000000);
+  EXPECT_LT(d_real, 12500000000);
 }
 
 TEST_F(PreloadTest, SigkilledRankLeavesSegmentAndPartialTrace) {
@@ -355,16 +356,19 @@ TEST_F(PreloadTest, SigkilledRankLeavesSegmentAndPartialTrace) {
   EXPECT_GE(h.write_pos, 6u + 1u);
 #ifdef NCCLWATCH_CLI
   std::string out;
-  int crc = run_process({NCCLWATCH_CLI, "collect", "--job", job_, "--dir", dir_}, {}, &out);
-  if (crc == 0) {
+  // Salvage is checked once the CLI has a collect command (written by the collector part).
+  if (run_process({NCCLWATCH_CLI, "collect", "--help"}, {}, &out) == 0) {
+    int crc = run_process({NCCLWATCH_CLI, "collect", "--job", job_, "--dir", dir_}, {}, &out);
+    ASSERT_EQ(crc, 0) << out;
     EXPECT_FALSE(exists(seg)) << out;
     TraceFile salvaged = traces_by_rank()[1];
     EXPECT_EQ(salvaged.header.state, format::kTraceStateSalvaged);
-    EXPECT_EQ(salvaged.records.size(), h.write_pos);  // nothing lost, nothing twice
-    EXPECT_EQ(salvaged.calls(Func::kAllReduce).size(), 6u);
+    EXPECT_GE(salvaged.records.size(), h.write_pos);  // file + ring, nothing lost
+    auto calls = salvaged.calls(Func::kAllReduce);
+    ASSERT_EQ(calls.size(), 6u);  // nothing twice
+    for (uint32_t i = 0; i < calls.size(); ++i) EXPECT_EQ(calls[i].seq, i);
   } else {
-    std::printf("ncclwatch collect unavailable (rc %d): salvage not checked here\n%s\n", crc,
-                out.c_str());
+    std::printf("ncclwatch has no collect command yet: salvage not checked here\n");
   }
 #endif
 }
