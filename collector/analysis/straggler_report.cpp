@@ -29,14 +29,24 @@ double us(double ns) {
   return ns / 1000.0;
 }
 
+std::string ordinal(std::size_t n) {
+  const char* suffix = "th";
+  if (n % 100 < 11 || n % 100 > 13) {
+    if (n % 10 == 1) suffix = "st";
+    if (n % 10 == 2) suffix = "nd";
+    if (n % 10 == 3) suffix = "rd";
+  }
+  return std::to_string(n) + suffix;
+}
+
 }  // namespace
 
 std::string StragglerReport::line(const Straggler& s, const std::string& what) {
   switch (s.pattern) {
     case Pattern::kPeriodic:
-      return fmt::format("{} is late every {}th step (steps {}), +{} each; {}", who(s.rank, s.host),
-                         s.period_steps, step_list(s.spike_steps), human_time(s.spike_lateness_ns),
-                         s.because);
+      return fmt::format("{} is late every {} step (steps {}), +{} each; {}", who(s.rank, s.host),
+                         ordinal(s.period_steps), step_list(s.spike_steps),
+                         human_time(s.spike_lateness_ns), s.because);
     case Pattern::kSpikes:
       return fmt::format("{} is late in {} steps (steps {}), +{} each; {}", who(s.rank, s.host),
                          s.spike_steps.size(), step_list(s.spike_steps),
@@ -44,8 +54,13 @@ std::string StragglerReport::line(const Straggler& s, const std::string& what) {
     case Pattern::kPersistent:
       break;
   }
-  return fmt::format("{} arrives last at {:.0f}% of {}, +{}; {}", who(s.rank, s.host),
-                     s.arrived_last_pct, what, human_time(s.mean_lateness_ns), s.because);
+  // "+X each time": its lateness when it was the one everybody waited for (the mean over all
+  // instances, diluted by the ones it was on time for, is in the section and JSON).
+  return fmt::format(
+      "{} arrives last at {:.0f}% of {}, +{} each time; {}", who(s.rank, s.host),
+      s.arrived_last_pct, what,
+      human_time(s.lateness_when_last_ns > 0 ? s.lateness_when_last_ns : s.mean_lateness_ns),
+      s.because);
 }
 
 void StragglerReport::write(const StragglerResult& r, model::Report& report) {
@@ -92,8 +107,9 @@ void StragglerReport::write(const StragglerResult& r, model::Report& report) {
   std::string body = fmt::format(
       "{} matched collective instances; arrival = {}.\n"
       "noise (median per-rank lateness jitter) {}; straggler: mean lateness >= {} (max(3 x noise, "
-      "100 µs)) and last at more than halfway between fair share and 100%; spike step: >= {} late "
-      "(max(10 x noise, 500 µs)); ties within {} are nobody's.\n\n",
+      "100 µs)) and last at more than halfway between fair share and 100% (last% and fair% count "
+      "instances not tied), or spike-late in half its steps; spike step: >= {} late (max(10 x "
+      "noise, 500 µs)); ties within {} are nobody's.\n\n",
       r.instances, r.timestamps, human_time(static_cast<double>(r.stats.noise_ns)),
       human_time(static_cast<double>(r.late_ns)), human_time(static_cast<double>(r.spike_ns)),
       human_time(static_cast<double>(r.tie_ns)));
@@ -147,6 +163,7 @@ void StragglerReport::write(const StragglerResult& r, model::Report& report) {
                     {"arrived_last_pct", s.arrived_last_pct},
                     {"mean_lateness_us", us(s.mean_lateness_ns)},
                     {"inflicted_wait_us", us(static_cast<double>(s.inflicted_wait_ns))},
+                    {"lateness_when_last_us", us(s.lateness_when_last_ns)},
                     {"cause", s.cause},
                     {"evidence", s.evidence},
                     {"pattern", to_string(s.pattern)},

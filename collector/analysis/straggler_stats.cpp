@@ -47,6 +47,7 @@ ArrivalStats ArrivalStats::of(const model::JobTrace& job, const model::MatchResu
   }
   std::vector<std::vector<int64_t>> lateness(nranks);
   std::vector<double> fair_sum(nranks, 0.0);
+  std::vector<uint32_t> hosts_present;
   std::vector<std::size_t> host_stamp(out.hosts.size(), std::numeric_limits<std::size_t>::max());
   for (std::size_t i = 0; i < match.instances.size(); ++i) {
     const InstanceArrival& ia = arrivals.instances[i];
@@ -63,7 +64,10 @@ ArrivalStats ArrivalStats::of(const model::JobTrace& job, const model::MatchResu
       const int64_t late = t - ia.median_ns;
       ++s.instances;
       ++s.func_counts[static_cast<int>(inst.func) % static_cast<int>(format::Func::kCount)];
-      fair_sum[mem.rank_index] += fair;
+      if (ia.last_member >= 0) {
+        ++s.decided;
+        fair_sum[mem.rank_index] += fair;
+      }
       s.lateness_sum_ns += late;
       lateness[mem.rank_index].push_back(late);
       if (mem.rank_index < overlaps.size()) {
@@ -82,6 +86,7 @@ ArrivalStats ArrivalStats::of(const model::JobTrace& job, const model::MatchResu
       const model::InstanceMember& lm = match.members[static_cast<std::size_t>(ia.last_member)];
       RankArrivalStats& s = out.ranks[lm.rank_index];
       ++s.last;
+      s.lateness_when_last_sum_ns += ia.last_ns - ia.median_ns;
       for (std::size_t m = first; m < end; ++m)
         s.inflicted_wait_ns += ia.last_ns - arrivals.member_ns[m];
     }
@@ -97,20 +102,25 @@ ArrivalStats ArrivalStats::of(const model::JobTrace& job, const model::MatchResu
     }
     if (!multi_host) continue;
     // Every host present in the instance counts it once (stamped with the instance index).
+    hosts_present.clear();
     for (std::size_t m = first; m < end; ++m) {
       const uint32_t h = host_of[match.members[m].rank_index];
       if (host_stamp[h] != i) {
         host_stamp[h] = i;
+        hosts_present.push_back(h);
         ++out.hosts[h].instances;
       }
     }
-    if (latest_host_t - other_latest > arrivals.tie_ns) ++out.hosts[latest_host].last;
+    if (latest_host_t - other_latest > arrivals.tie_ns) {
+      ++out.hosts[latest_host].last;
+      for (uint32_t h : hosts_present) ++out.hosts[h].decided;
+    }
   }
   std::vector<int64_t> spreads;
   for (std::size_t r = 0; r < nranks; ++r) {
     RankArrivalStats& s = out.ranks[r];
     if (s.instances) {
-      s.fair_last_pct = 100.0 * fair_sum[r] / static_cast<double>(s.instances);
+      s.fair_last_pct = s.decided ? 100.0 * fair_sum[r] / static_cast<double>(s.decided) : 0.0;
       s.lateness_spread_ns = robust_spread(std::move(lateness[r]));
       spreads.push_back(s.lateness_spread_ns);
     }

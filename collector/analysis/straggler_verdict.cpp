@@ -175,6 +175,7 @@ StragglerResult StragglerResult::of(const model::JobTrace& job, const model::Mat
     s.host = r.host;
     s.arrived_last_pct = r.last_pct();
     s.mean_lateness_ns = r.mean_lateness_ns();
+    s.lateness_when_last_ns = r.lateness_when_last_ns();
     s.inflicted_wait_ns = r.inflicted_wait_ns;
     s.node_problem = node_late[r.rank_index];
     const std::size_t warmup =
@@ -187,9 +188,14 @@ StragglerResult StragglerResult::of(const model::JobTrace& job, const model::Mat
         spike_sum += static_cast<double>(r.step_lateness_ns[k]);
       }
     }
-    const bool persistent =
-        s.node_problem || (s.mean_lateness_ns >= static_cast<double>(out.late_ns) &&
-                           s.arrived_last_pct >= last_threshold(r));
+    std::size_t steady_steps = 0;
+    for (std::size_t k = warmup; k < r.step_lateness_ns.size(); ++k) {
+      steady_steps += r.step_lateness_ns[k] != std::numeric_limits<int64_t>::min();
+    }
+    const bool late = s.mean_lateness_ns >= static_cast<double>(out.late_ns);
+    const bool persistent = s.node_problem ||
+                            (late && r.last >= 2 && s.arrived_last_pct >= last_threshold(r)) ||
+                            (late && steady_steps > 0 && 2 * spikes.size() >= steady_steps);
     if (persistent) {
       s.pattern = Pattern::kPersistent;
     } else if (spikes.size() >= 2) {
@@ -198,7 +204,8 @@ StragglerResult StragglerResult::of(const model::JobTrace& job, const model::Mat
       auto common = std::max_element(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) {
         return a.second < b.second;
       });
-      const bool periodic = spikes.size() >= 3 && common->second * 5 >= (spikes.size() - 1) * 4;
+      const bool periodic =
+          spikes.size() >= 3 && common->first >= 2 && common->second * 5 >= (spikes.size() - 1) * 4;
       s.pattern = periodic ? Pattern::kPeriodic : Pattern::kSpikes;
       s.period_steps = periodic ? common->first : 0;
       s.spike_steps = spikes;

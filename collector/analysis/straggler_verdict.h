@@ -3,8 +3,9 @@
 //
 // Thresholds are relative to the run's own noise (stated in the report):
 //   noise     = median over ranks of each rank's lateness jitter (1.4826 x MAD);
-//   late      = max(3 x noise, 100 µs) of mean lateness against the median rank, and arriving
-//               last at more than halfway between its fair share (1/comm size) and 100 %;
+//   late      = max(3 x noise, 100 µs) of mean lateness against the median rank, and either
+//               arriving last (among instances not tied) at more than halfway between its fair
+//               share (1/comm size) and 100 %, or being a spike-late in half its steady steps;
 //   spike     = a step where the rank is max(10 x noise, 500 µs) late; two or more spike steps
 //               make a spiky straggler, three or more at one spacing a periodic one.
 // So a clean run, whose ranks take turns arriving last within jitter, reports none.
@@ -36,7 +37,8 @@ struct Straggler {
   int32_t rank = -1;
   std::string host;
   double arrived_last_pct = 0;
-  double mean_lateness_ns = 0;
+  double mean_lateness_ns = 0;       // vs the median rank, over all its instances
+  double lateness_when_last_ns = 0;  // vs the median rank, over the instances it was last in
   int64_t inflicted_wait_ns = 0;
   Pattern pattern = Pattern::kPersistent;
   std::size_t period_steps = 0;          // kPeriodic: every N steps

@@ -21,10 +21,11 @@ TEST(AnalysisReport, HostStallHeadline) {
   const model::Report r = run(p);
   ASSERT_FALSE(r.findings.empty());
   const std::string& first = r.findings.front().text;
-  EXPECT_EQ(first.rfind("rank 1 (node-a) arrives last at 100% of all-reduces, +1.5 ms; its GPU "
-                        "idles 3.0 ms/step",
-                        0),
-            0u)
+  EXPECT_EQ(
+      first.rfind("rank 1 (node-a) arrives last at 100% of all-reduces, +1.5 ms each time; its GPU "
+                  "idles 3.0 ms/step",
+                  0),
+      0u)
       << first;
   EXPECT_NE(first.find("host-side stall (data loading?)"), std::string::npos) << first;
   EXPECT_EQ(r.findings.front().severity, model::Severity::kWarning);
