@@ -1,0 +1,190 @@
+#include "synthetic_trace_writer.h"
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "ncclwatch/format.h"
+
+namespace ncclwatch::bench {
+
+namespace {
+
+using format::Record;
+using format::RecordKind;
+
+constexpr uint64_t kComm = 0x5eed5eed12345678ULL;
+
+Record blank(RecordKind kind) {
+  Record r;
+  std::memset(&r, 0, sizeof r);
+  r.prefix.kind = kind;
+  r.prefix.tid = 4242;
+  return r;
+}
+
+class RankWriter {
+ public:
+  RankWriter(const std::string& path, const format::TraceHeader& header) : header_(header) {
+    f_ = std::fopen(path.c_str(), "wb");
+    if (f_ == nullptr) throw std::runtime_error("cannot write " + path);
+    std::fwrite(&header_, sizeof header_, 1, f_);
+    buf_.reserve(kChunk);
+  }
+  void put(const Record& r) {
+    buf_.push_back(r);
+    if (buf_.size() == kChunk) flush();
+  }
+  uint64_t finish() {
+    flush();
+    header_.records = count_;
+    std::fseek(f_, 0, SEEK_SET);
+    std::fwrite(&header_, sizeof header_, 1, f_);
+    if (std::fclose(f_) != 0) throw std::runtime_error("write failed (disk full?)");
+    return sizeof header_ + count_ * sizeof(Record);
+  }
+  uint64_t count() const { return count_ + buf_.size(); }
+
+ private:
+  static constexpr std::size_t kChunk = 16384;
+  void flush() {
+    if (!buf_.empty() && std::fwrite(buf_.data(), sizeof(Record), buf_.size(), f_) != buf_.size()) {
+      throw std::runtime_error("write failed (disk full?)");
+    }
+    count_ += buf_.size();
+    buf_.clear();
+  }
+  std::FILE* f_ = nullptr;
+  format::TraceHeader header_;
+  std::vector<Record> buf_;
+  uint64_t count_ = 0;
+};
+
+void put_string(RankWriter& w, uint32_t id, const char* text) {
+  Record r = blank(RecordKind::kString);
+  r.prefix.tid = id;
+  r.prefix.flags = format::kStringLastChunk;
+  std::strncpy(r.string.text, text, sizeof r.string.text);
+  w.put(r);
+}
+
+}  // namespace
+
+uint64_t write_synthetic_job(const SyntheticJob& spec) {
+  uint64_t bytes = 0;
+  for (int rank = 0; rank < spec.ranks; ++rank) {
+    const int host = rank / spec.ranks_per_host;
+    // Each host's monotonic clock starts elsewhere; NTP-synced wall clocks agree.
+    const int64_t clock_shift = int64_t{host} * 7'000'000'000;
+    const int64_t wall = 1'700'000'000'000'000'000;
+    format::TraceHeader h;
+    std::memset(&h, 0, sizeof h);
+    h.magic = format::kTraceMagic;
+    h.layout_version = format::kLayoutVersion;
+    h.header_size = sizeof h;
+    h.record_size = sizeof(Record);
+    h.state = format::kTraceStateClosed;
+    h.mode = spec.mix == "host" ? 0 : 1;
+    std::snprintf(h.process.job, sizeof h.process.job, "%s", spec.job.c_str());
+    std::snprintf(h.process.host, sizeof h.process.host, "node%03d", host);
+    h.process.pid = 10000 + rank;
+    h.process.rank = rank;
+    h.process.world_size = spec.ranks;
+    h.process.local_rank = rank % spec.ranks_per_host;
+    h.process.device = rank % spec.ranks_per_host;
+    h.process.start_monotonic_ns = 1'000'000'000 + clock_shift;
+    h.process.start_realtime_ns = wall;
+    std::string path = spec.dir + "/ncclwatch.node" + std::to_string(host) + "." +
+                       std::to_string(10000 + rank) + ".trace";
+    RankWriter w(path, h);
+
+    Record id = blank(RecordKind::kIdentity);
+    id.identity.rank = rank;
+    id.identity.world_size = spec.ranks;
+    id.identity.local_rank = rank % spec.ranks_per_host;
+    id.identity.device = rank % spec.ranks_per_host;
+    w.put(id);
+    Record comm = blank(RecordKind::kComm);
+    comm.prefix.u8a = static_cast<uint8_t>(format::Func::kCommInitRank);
+    comm.comm.t_enter_ns = 1'000'000'000 + clock_shift;
+    comm.comm.t_exit_ns = comm.comm.t_enter_ns + 1000;
+    comm.comm.comm_id = kComm;
+    comm.comm.nranks = spec.ranks;
+    comm.comm.rank = rank;
+    comm.comm.device = rank % spec.ranks_per_host;
+    w.put(comm);
+    put_string(w, 1, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
+    put_string(w, 2, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n");
+
+    const bool full = spec.mix != "host";
+    uint32_t corr = 1;
+    for (uint64_t seq = 0; w.count() < spec.records_per_rank; ++seq) {
+      // The same collective ends at the same true instant everywhere: 1 ms per step.
+      const int64_t t = 2'000'000'000 + clock_shift + static_cast<int64_t>(seq) * 1'000'000;
+      if (seq % 4096 == 0) {
+        Record c = blank(RecordKind::kClock);
+        c.clock.monotonic_ns = t;
+        c.clock.realtime_ns = t - clock_shift + wall;
+        w.put(c);
+      }
+      if (full) {
+        for (int k = 0; k < 2; ++k) {  // compute before the collective
+          Record l = blank(RecordKind::kLaunch);
+          l.launch.t_enter_ns = t + 10'000 * k;
+          l.launch.t_exit_ns = l.launch.t_enter_ns + 3000;
+          l.launch.stream = 0x7000;
+          l.launch.correlation = corr;
+          w.put(l);
+          Record kr = blank(RecordKind::kKernel);
+          kr.prefix.tid = 7;
+          kr.kernel.start_ns = t + 20'000 + 300'000 * k;
+          kr.kernel.end_ns = kr.kernel.start_ns + 280'000;
+          kr.kernel.correlation = corr++;
+          kr.kernel.name_id = 2;
+          w.put(kr);
+        }
+      }
+      const int64_t enter = t + 600'000 + (rank * 37 % 101) * 1000;
+      Record call = blank(RecordKind::kCall);
+      call.prefix.u8a = static_cast<uint8_t>(format::Func::kAllReduce);
+      call.call.t_enter_ns = enter;
+      call.call.t_exit_ns = full ? enter + 5000 : t + 800'000;
+      call.call.comm_id = kComm;
+      call.call.count = 1 << 20;
+      call.call.stream = 0x8000;
+      call.call.seq = static_cast<uint32_t>(seq);
+      call.call.peer = -1;
+      call.call.datatype = 9;
+      w.put(call);
+      if (full) {
+        Record l = blank(RecordKind::kLaunch);
+        l.launch.t_enter_ns = enter + 1000;
+        l.launch.t_exit_ns = enter + 3000;
+        l.launch.stream = 0x8000;
+        l.launch.correlation = corr;
+        w.put(l);
+        Record link = blank(RecordKind::kKernelLink);
+        link.prefix.u8a = static_cast<uint8_t>(format::Func::kAllReduce);
+        link.link.t_ns = enter + 1500;
+        link.link.comm_id = kComm;
+        link.link.stream = 0x8000;
+        link.link.correlation = corr;
+        link.link.seq = static_cast<uint32_t>(seq);
+        w.put(link);
+        Record kr = blank(RecordKind::kKernel);
+        kr.prefix.flags = format::kKernelIsNccl;
+        kr.prefix.tid = 8;
+        kr.kernel.start_ns = enter + 4000;
+        kr.kernel.end_ns = t + 900'000;  // ends together on every rank
+        kr.kernel.correlation = corr++;
+        kr.kernel.name_id = 1;
+        w.put(kr);
+      }
+    }
+    bytes += w.finish();
+  }
+  return bytes;
+}
+
+}  // namespace ncclwatch::bench
