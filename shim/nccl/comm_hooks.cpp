@@ -50,6 +50,13 @@ bool blocking_of(const ncclConfig_t* config) {
   return config == nullptr || config->blocking == NCCL_CONFIG_UNDEF_INT || config->blocking != 0;
 }
 
+// The handle NCCL wrote, read only when the call says it wrote one (on failure *out may be the
+// caller's uninitialised variable).
+ncclComm_t created_handle(const ncclComm_t* out, ncclResult_t result) {
+  bool wrote = result == ncclSuccess || result == ncclInProgress;
+  return wrote && out != nullptr ? *out : nullptr;
+}
+
 struct CommEvent {
   Func func;
   int64_t t_enter;
@@ -98,7 +105,7 @@ ncclResult_t init_rank(Func func, ncclComm_t* comm, int nranks, const ncclUnique
   int64_t t_enter = now_ns();
   ncclResult_t result = call(ctx);
   if (on) {
-    comm_created({func, t_enter, result, comm != nullptr ? *comm : nullptr,
+    comm_created({func, t_enter, result, created_handle(comm, result),
                   comm_id_from_unique_id(&id, sizeof id), 0, nranks, rank, -1, 0,
                   !blocking_of(config)});
   }
@@ -178,9 +185,8 @@ ncclResult_t hookCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
     uint64_t id = (nId > 0 && commIds != nullptr)
                       ? comm_id_from_unique_id(&commIds[0], sizeof(ncclUniqueId))
                       : 0;
-    comm_created({Func::kCommInitRankScalable, t_enter, result,
-                  newcomm != nullptr ? *newcomm : nullptr, id, 0, nranks, myrank, -1, 0,
-                  !blocking_of(config)});
+    comm_created({Func::kCommInitRankScalable, t_enter, result, created_handle(newcomm, result), id,
+                  0, nranks, myrank, -1, 0, !blocking_of(config)});
   }
   return result;
 }
@@ -210,7 +216,7 @@ ncclResult_t hookCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   uint32_t index = parent != nullptr ? parent->split_index.fetch_add(1) : 0;
   ncclResult_t result = realCommSplit()(comm, color, key, newcomm, config);
   if (on) {
-    ncclComm_t child = newcomm != nullptr ? *newcomm : nullptr;
+    ncclComm_t child = created_handle(newcomm, result);
     uint64_t id = color == NCCL_SPLIT_NOCOLOR ? 0 : comm_id_for_split(parent_id, index, color);
     bool ready = result == ncclSuccess && child != nullptr;
     bool nb =
@@ -233,7 +239,7 @@ ncclResult_t hookCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
   ncclResult_t result =
       realCommShrink()(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
   if (on) {
-    ncclComm_t child = newcomm != nullptr ? *newcomm : nullptr;
+    ncclComm_t child = created_handle(newcomm, result);
     bool ready = result == ncclSuccess && child != nullptr;
     bool nb =
         parent != nullptr && (config == nullptr ? parent->non_blocking : !blocking_of(config));
