@@ -373,6 +373,23 @@ TEST_F(PreloadTest, SigkilledRankLeavesSegmentAndPartialTrace) {
 #endif
 }
 
+TEST_F(PreloadTest, FindsNcclDlopenedLocallyAfterStartup) {
+  std::string asan = "ASAN_OPTIONS=verify_asan_link_order=0";
+  if (const char* a = std::getenv("ASAN_OPTIONS")) asan += std::string(":") + a;
+  std::string out;
+  ASSERT_EQ(run_process({LOCAL_DLOPEN_PROBE, FAKE_NCCL_LIB},
+                        {std::string("LD_PRELOAD=") + NCCLWATCH_SHIM_LIB, asan,
+                         "NCCLWATCH_DIR=" + dir_, "NCCLWATCH_JOB=" + job_, "NCCLWATCH_HOST=h"},
+                        &out),
+            0)
+      << out;
+  auto files = list_dir(dir_, "ncclwatch.", ".trace");
+  ASSERT_EQ(files.size(), 1u);
+  TraceFile t = TraceFile::read(files[0]);
+  EXPECT_EQ(t.calls(Func::kAllReduce).size(), 1u);
+  EXPECT_EQ(t.comms().size(), 1u);
+}
+
 TEST_F(PreloadTest, OffCreatesNothing) {
   ASSERT_EQ(launch(2, {"--steps", "2"}, {"NCCLWATCH=off"}), 0);
   EXPECT_FALSE(exists(dir_));
