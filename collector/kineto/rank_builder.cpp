@@ -64,6 +64,9 @@ void RankTraceBuilder::add(const TraceEvent& e) {
     kernel_external_.push_back(e.external_id);
     return;
   }
+  if (trace_.info.pid == 0 && e.pid > 0 && (e.cat == "cpu_op" || e.cat == "cuda_runtime")) {
+    trace_.info.pid = e.pid;  // the training process (GPU events use the device as pid)
+  }
   if (e.cat == "cuda_runtime" || e.cat == "cuda_driver") {
     if (e.correlation < 0) return;
     model::LaunchEvent l;

@@ -47,6 +47,7 @@ TEST(KinetoLoader, ReadsKernelsCallsAndRangesWithKnownOverlap) {
   EXPECT_EQ(t->info.rank, 1);
   EXPECT_EQ(t->info.world_size, 2);
   EXPECT_EQ(t->info.device, 1);
+  EXPECT_EQ(t->info.pid, 9);
   EXPECT_EQ(t->info.timing, model::TimingSource::kKineto);
   EXPECT_TRUE(t->info.complete);
   ASSERT_EQ(t->kernels.size(), 4u);
