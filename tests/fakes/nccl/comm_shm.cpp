@@ -78,11 +78,18 @@ bool CommShm::wait_until(Pred pred, const char* what) {
 }
 
 bool CommShm::wait_all_attached() {
-  return wait_until([&] { return shared_->attached.load() >= nranks_; }, "all ranks to init");
+  if (!wait_until([&] { return shared_->attached.load() >= nranks_; }, "all ranks to init")) {
+    return false;
+  }
+  // Everyone has it mapped: the name is no longer needed, and removing it now means a rank
+  // killed later (the tests do that) leaves nothing behind in /dev/shm.
+  shm_unlink(name_.c_str());
+  return true;
 }
 
 void CommShm::detach() {
   if (shared_ == nullptr) return;
+  // The name went at init (wait_all_attached); only a comm whose init failed still has one.
   if (shared_->detached.fetch_add(1) + 1 >= nranks_) shm_unlink(name_.c_str());
   munmap(shared_, sizeof(SharedComm));
   shared_ = nullptr;

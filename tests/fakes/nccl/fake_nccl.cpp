@@ -202,6 +202,7 @@ ncclResult_t pncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
     }
     comm[i] = c;
   }
+  comm[0]->shm.wait_all_attached();  // all attached: removes the name
   return ncclSuccess;
 }
 
