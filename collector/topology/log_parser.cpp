@@ -124,6 +124,7 @@ void LogParser::add_line(const std::string& file, std::string_view line) {
   ++set_.stats.lines;
   ParsedLine p = parse_log_line(line);
   if (p.kind != LineKind::kNotNccl && p.prefix.ok) ++set_.stats.nccl_lines;
+  if (p.kind == LineKind::kNotNccl) return;
   Thread t{file, p.prefix.host, p.prefix.pid, p.prefix.tid};
   switch (p.kind) {
     case LineKind::kNotNccl:
