@@ -183,6 +183,11 @@ bool steps_from_ranges(const model::RankTrace& rank, StepPlan& plan) {
   for (const Interval& s : spans) {
     if (plan.steps.empty() || s.begin >= plan.steps.back().end) plan.steps.push_back(s);
   }
+  // A step lasts until the next one starts: what happens between a range's end and the next
+  // range's start (data loading before the "step" range is pushed, a host stall) belongs to the
+  // loop's period, and leaving it out would hide exactly the idle time that explains a stall.
+  for (std::size_t i = 0; i + 1 < plan.steps.size(); ++i)
+    plan.steps[i].end = plan.steps[i + 1].begin;
   plan.source = "ranges named like '" + example[best_key] + "'";
   return plan.steps.size() >= 2;
 }
@@ -217,13 +222,10 @@ bool steps_from_period(const model::RankTrace& rank, int64_t trace_begin, StepPl
   if (!choose_step_period(gaps, w, p, period, phase)) phase = widest_gap_phase(gaps, w, p);
   const std::size_t k = w + phase;
   const std::size_t p_tokens = p;
+  // Calls before the first full period (DDP's initial broadcast, a partial first step) belong to
+  // the first step, which starts with the trace: step numbers then match the user's loop, and
+  // that step is the one the warm-up rule leaves out.
   int64_t begin = trace_begin;
-  if (k > 0) {
-    // Calls before the first full period form a step of their own (always warm-up).
-    const int64_t end = call_end(rank.calls[idx[k - 1]]);
-    if (end > begin) plan.steps.push_back({begin, end});
-    begin = std::max(begin, end);
-  }
   for (std::size_t s = k; s + period <= n; s += period) {
     const int64_t end = call_end(rank.calls[idx[s + period - 1]]);
     if (end > begin) plan.steps.push_back({begin, end});

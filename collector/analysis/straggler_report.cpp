@@ -106,13 +106,14 @@ void StragglerReport::write(const StragglerResult& r, model::Report& report) {
   // Section.
   std::string body = fmt::format(
       "{} matched collective instances; arrival = {}.\n"
-      "noise (median per-rank lateness jitter) {}; straggler: mean lateness >= {} (max(3 x noise, "
-      "100 µs)) and last at more than halfway between fair share and 100% (last% and fair% count "
-      "instances not tied), or spike-late in half its steps; spike step: >= {} late (max(10 x "
-      "noise, 500 µs)); ties within {} are nobody's.\n\n",
+      "noise (median per-rank lateness jitter) {}; median step {}.\n"
+      "straggler: mean lateness >= {} (max(3 x noise, 100 µs, 1% of a step)) and last at more "
+      "than halfway between fair share and 100% (last% and fair% count instances not tied), or "
+      "spike-late in half its steps; spike step: >= {} late (max(10 x noise, 500 µs, 10% of a "
+      "step)), 3+ on one spacing = periodic, 3+ = spikes; ties within {} are nobody's.\n\n",
       r.instances, r.timestamps, human_time(static_cast<double>(r.stats.noise_ns)),
-      human_time(static_cast<double>(r.late_ns)), human_time(static_cast<double>(r.spike_ns)),
-      human_time(static_cast<double>(r.tie_ns)));
+      human_time(static_cast<double>(r.step_ns)), human_time(static_cast<double>(r.late_ns)),
+      human_time(static_cast<double>(r.spike_ns)), human_time(static_cast<double>(r.tie_ns)));
   body += fmt::format("{:>6} {:<16} {:>9} {:>7} {:>7} {:>11} {:>11} {:>10}\n", "rank", "host",
                       "instances", "last%", "fair%", "lateness", "inflicted", "jitter");
   std::vector<const RankArrivalStats*> rows;
@@ -187,6 +188,7 @@ void StragglerReport::write(const StragglerResult& r, model::Report& report) {
                                        {"noise_us", us(static_cast<double>(r.stats.noise_ns))},
                                        {"late_threshold_us", us(static_cast<double>(r.late_ns))},
                                        {"spike_threshold_us", us(static_cast<double>(r.spike_ns))},
+                                       {"step_us", us(static_cast<double>(r.step_ns))},
                                        {"tie_us", us(static_cast<double>(r.tie_ns))},
                                        {"node_problems", nodes}};
 }

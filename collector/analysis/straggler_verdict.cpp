@@ -97,6 +97,33 @@ void attribute(Straggler& s, const StepMetrics& mine, const StepMetrics& base, d
   }
 }
 
+struct PeriodicFit {
+  std::size_t period = 0;
+  std::vector<std::size_t> fitted;  // the spike steps on the progression
+};
+
+// The arithmetic progression (period >= 2) that the most spike steps sit on, when it explains
+// them: >= 3 on it, >= 80% of its positions between first and last hit, and >= 60% of all spike
+// steps (a checkpoint every N steps among a few noise spikes).
+PeriodicFit fit_period(const std::vector<std::size_t>& spikes) {
+  PeriodicFit best;
+  if (spikes.size() < 3) return best;
+  const std::size_t span = spikes.back() - spikes.front();
+  for (std::size_t period = 2; period <= span / 2; ++period) {
+    for (std::size_t a = 0; a < spikes.size(); ++a) {
+      std::vector<std::size_t> on;
+      for (std::size_t k : spikes) {
+        if (k >= spikes[a] && (k - spikes[a]) % period == 0) on.push_back(k);
+      }
+      if (on.size() < 3 || on.size() <= best.fitted.size()) continue;
+      const std::size_t positions = (on.back() - on.front()) / period + 1;
+      if (5 * on.size() < 4 * positions || 5 * on.size() < 3 * spikes.size()) continue;
+      best = {period, on};
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 const char* to_string(Pattern p) {
@@ -117,10 +144,23 @@ StragglerResult StragglerResult::of(const model::JobTrace& job, const model::Mat
   StragglerResult out;
   out.stats = ArrivalStats::of(job, match, arrivals, overlaps);
   const ArrivalStats& st = out.stats;
-  out.late_ns = std::max<int64_t>(
-      kLateFloorNs, static_cast<int64_t>(kLateNoiseFactor * static_cast<double>(st.noise_ns)));
-  out.spike_ns = std::max<int64_t>(
-      kSpikeFloorNs, static_cast<int64_t>(kSpikeNoiseFactor * static_cast<double>(st.noise_ns)));
+  // Step-relative floors: lateness below 1% of a step, or a spike below 10% of one, costs too
+  // little to act on, and a busy host's scheduling noise stays under them.
+  std::vector<double> step_lengths;
+  for (const RankOverlap& o : overlaps) {
+    if (o.plan.steady_steps() > 0) {
+      step_lengths.push_back(static_cast<double>(o.steady.window_ns) /
+                             static_cast<double>(o.plan.steady_steps()));
+    }
+  }
+  out.step_ns = static_cast<int64_t>(median(step_lengths));
+  const double noise = static_cast<double>(st.noise_ns);
+  out.late_ns =
+      static_cast<int64_t>(std::max({static_cast<double>(kLateFloorNs), kLateNoiseFactor * noise,
+                                     kLateStepShare * static_cast<double>(out.step_ns)}));
+  out.spike_ns =
+      static_cast<int64_t>(std::max({static_cast<double>(kSpikeFloorNs), kSpikeNoiseFactor * noise,
+                                     kSpikeStepShare * static_cast<double>(out.step_ns)}));
   out.instances = arrivals.gpu_instances + arrivals.host_instances;
   out.tie_ns = arrivals.tie_ns;
   out.gpu_instances = arrivals.gpu_instances;
@@ -181,11 +221,9 @@ StragglerResult StragglerResult::of(const model::JobTrace& job, const model::Mat
     const std::size_t warmup =
         r.rank_index < overlaps.size() ? overlaps[r.rank_index].plan.warmup : 0;
     std::vector<std::size_t> spikes;
-    double spike_sum = 0;
     for (std::size_t k = warmup; k < r.step_lateness_ns.size(); ++k) {
       if (r.step_lateness_ns[k] >= out.spike_ns) {
         spikes.push_back(k);
-        spike_sum += static_cast<double>(r.step_lateness_ns[k]);
       }
     }
     std::size_t steady_steps = 0;
@@ -198,24 +236,27 @@ StragglerResult StragglerResult::of(const model::JobTrace& job, const model::Mat
                             (late && steady_steps > 0 && 2 * spikes.size() >= steady_steps);
     if (persistent) {
       s.pattern = Pattern::kPersistent;
-    } else if (spikes.size() >= 2) {
-      std::map<std::size_t, std::size_t> gaps;
-      for (std::size_t k = 1; k < spikes.size(); ++k) ++gaps[spikes[k] - spikes[k - 1]];
-      auto common = std::max_element(gaps.begin(), gaps.end(), [](const auto& a, const auto& b) {
-        return a.second < b.second;
-      });
-      const bool periodic =
-          spikes.size() >= 3 && common->first >= 2 && common->second * 5 >= (spikes.size() - 1) * 4;
-      s.pattern = periodic ? Pattern::kPeriodic : Pattern::kSpikes;
-      s.period_steps = periodic ? common->first : 0;
-      s.spike_steps = spikes;
-      s.spike_lateness_ns = spike_sum / static_cast<double>(spikes.size());
     } else {
-      if (spikes.size() == 1) {
-        out.one_offs.push_back(
-            fmt::format("rank {} step {}: +{}", r.rank, spikes[0] + 1, human_time(spike_sum)));
+      const PeriodicFit fit = fit_period(spikes);
+      if (fit.fitted.size() >= 3) {
+        s.pattern = Pattern::kPeriodic;
+        s.period_steps = fit.period;
+        s.spike_steps = fit.fitted;
+      } else if (spikes.size() >= 3) {
+        s.pattern = Pattern::kSpikes;
+        s.spike_steps = spikes;
       }
-      continue;
+      for (std::size_t k : spikes) {
+        if (std::find(s.spike_steps.begin(), s.spike_steps.end(), k) == s.spike_steps.end()) {
+          out.one_offs.push_back(
+              fmt::format("rank {} step {}: +{}", r.rank, k + 1,
+                          human_time(static_cast<double>(r.step_lateness_ns[k]))));
+        }
+      }
+      if (s.spike_steps.empty()) continue;
+      double sum = 0;
+      for (std::size_t k : s.spike_steps) sum += static_cast<double>(r.step_lateness_ns[k]);
+      s.spike_lateness_ns = sum / static_cast<double>(s.spike_steps.size());
     }
     // Cause.
     const RankOverlap* mine = r.rank_index < overlaps.size() ? &overlaps[r.rank_index] : nullptr;

@@ -3,11 +3,13 @@
 //
 // Thresholds are relative to the run's own noise (stated in the report):
 //   noise     = median over ranks of each rank's lateness jitter (1.4826 x MAD);
-//   late      = max(3 x noise, 100 µs) of mean lateness against the median rank, and either
+//   late      = max(3 x noise, 100 µs, 1% of the median step) of mean lateness against the median
+//   rank, and either
 //               arriving last (among instances not tied) at more than halfway between its fair
 //               share (1/comm size) and 100 %, or being a spike-late in half its steady steps;
-//   spike     = a step where the rank is max(10 x noise, 500 µs) late; two or more spike steps
-//               make a spiky straggler, three or more at one spacing a periodic one.
+//   spike     = a step where the rank is max(10 x noise, 500 µs, 10% of the median step) late;
+//               three or more on one progression (every N steps) make a periodic straggler,
+//               else three or more make a spiky one; the rest are listed as one-offs.
 // So a clean run, whose ranks take turns arriving last within jitter, reports none.
 #pragma once
 
@@ -28,6 +30,8 @@ inline constexpr int64_t kLateFloorNs = 100'000;
 inline constexpr int64_t kSpikeFloorNs = 500'000;
 inline constexpr double kLateNoiseFactor = 3.0;
 inline constexpr double kSpikeNoiseFactor = 10.0;
+inline constexpr double kLateStepShare = 0.01;  // of the median steady step
+inline constexpr double kSpikeStepShare = 0.10;
 
 enum class Pattern : uint8_t { kPersistent, kPeriodic, kSpikes };
 const char* to_string(Pattern p);
@@ -63,6 +67,7 @@ struct StragglerResult {
   std::vector<NodeProblem> nodes;
   int64_t late_ns = 0;
   int64_t spike_ns = 0;
+  int64_t step_ns = 0;     // median steady step length (0: no steps)
   std::string timestamps;  // "GPU kernel starts", "host call entries", or both
   std::string what;        // "all-reduces" or "collectives"
   uint64_t instances = 0;
