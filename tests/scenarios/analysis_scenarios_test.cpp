@@ -1,0 +1,205 @@
+// Known-answer scenarios, end to end: `ncclwatch run --json FILE -- fake_launcher --nproc 4 --
+// fake_train ...` (libncclwatch.so preloaded over the fake CUDA/CUPTI/NCCL and their virtual GPU
+// clock), then the JSON report is checked for the verdict, the rank and the numbers.
+//
+// Times are 10x fake_train's defaults so that host scheduling noise on a busy 2-core CI machine
+// (a few ms at worst) stays under the analysis' step-relative thresholds: forward 30 ms,
+// backward 60 ms in 8 kernels (bucket b of 4 ready after 15 (b+1) ms of backward), optimizer
+// 10 ms, 250 MiB buckets. The fake NCCL ends an all-reduce T = 262144000 B / 10 GB/s + 5 µs =
+// 26.219 ms after its last member started.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+using nlohmann::json;
+
+struct Scenario {
+  std::vector<std::string> train_args;
+  std::vector<std::string> run_args;      // before "--": --mode ...
+  std::vector<std::string> launcher_env;  // --env-rank R KEY=VAL pairs, flattened
+  int steps = 12;
+};
+
+struct Result {
+  int status = -1;
+  json report;
+  std::string log;
+};
+
+Result run(const Scenario& s) {
+  static int counter = 0;
+  const std::string dir = ::testing::TempDir() + "scenario_" + std::to_string(getpid()) + "_" +
+                          std::to_string(counter++);
+  EXPECT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
+  std::vector<std::string> argv = {NCCLWATCH_EXE, "run",    "--dir",
+                                   dir,           "--json", dir + "/report.json"};
+  argv.insert(argv.end(), s.run_args.begin(), s.run_args.end());
+  argv.insert(argv.end(), {"--", FAKE_LAUNCHER, "--nproc", "4"});
+  argv.insert(argv.end(), s.launcher_env.begin(), s.launcher_env.end());
+  argv.insert(argv.end(),
+              {"--", FAKE_TRAIN, "--steps", std::to_string(s.steps), "--fwd-us", "30000",
+               "--bwd-us", "60000", "--opt-us", "10000", "--bucket-mb", "250"});
+  argv.insert(argv.end(), s.train_args.begin(), s.train_args.end());
+  const std::string log = dir + "/log.txt";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) _exit(98);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    setenv("NCCLWATCH_LIB", SHIM_LIB, 1);
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    execv(cargv[0], cargv.data());
+    _exit(99);
+  }
+  Result r;
+  waitpid(pid, &r.status, 0);
+  std::ifstream lf(log);
+  r.log.assign(std::istreambuf_iterator<char>(lf), {});
+  std::ifstream jf(dir + "/report.json");
+  if (jf) r.report = json::parse(jf, nullptr, false);
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.log;
+  EXPECT_TRUE(r.report.is_object()) << r.log;
+  return r;
+}
+
+const std::vector<std::string> kTwoHosts = {
+    "--env-rank", "0", "NCCLWATCH_HOST=node-a", "--env-rank", "1", "NCCLWATCH_HOST=node-a",
+    "--env-rank", "2", "NCCLWATCH_HOST=node-b", "--env-rank", "3", "NCCLWATCH_HOST=node-b"};
+
+double num(const json& j, const char* k) {
+  return j.at(k).get<double>();
+}
+
+std::string first_finding_text(const Result& r) {
+  // The text report is printed by `run`; the first analysis line follows the severity tag.
+  const auto at = r.log.find("[stragglers]");
+  return at == std::string::npos ? "" : r.log.substr(at, r.log.find('\n', at) - at);
+}
+
+TEST(Scenario, CleanRunHasNoStragglerAndHandComputedOverlap) {
+  // AR1 [45, 71.2] ms under backward (ends at 90); AR2 queued behind it [71.2, 97.4], overlapped
+  // until 90; AR3, AR4 after backward. Overlapped 45 of 4T = 104.9 ms -> 42.9%; exposed 59.9
+  // ms/step, all transfer. Tolerance: 1 point, 1 ms/step (launch jitter of a busy host).
+  const Result r = run({{}, {}, kTwoHosts});
+  EXPECT_TRUE(r.report["stragglers"].empty()) << r.report["stragglers"].dump(1) << r.log;
+  ASSERT_EQ(r.report["overlap"].size(), 4u);
+  for (const json& o : r.report["overlap"]) {
+    EXPECT_NEAR(num(o, "overlap_pct"), 42.9, 1.0) << o.dump();
+    EXPECT_EQ(o["steps"], 11);  // 12 steps, the first left out as warm-up
+    EXPECT_NEAR(num(o, "exposed_us") / 11, 59'880, 1000) << o.dump();
+    EXPECT_LT(num(o, "wait_us") / 11, 1000) << o.dump();
+  }
+  const json& b = r.report["buckets"];
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_NEAR(num(b[0], "overlap_pct"), 100.0, 1.0);
+  EXPECT_NEAR(num(b[1], "overlap_pct"), 100.0 * (90 - 71.22) / 26.22, 2.0);  // 71.6%
+  EXPECT_NEAR(num(b[3], "overlap_pct"), 0.0, 1.0);
+  EXPECT_EQ(b[0]["bytes"], 262144000);
+  EXPECT_NE(r.log.find("no straggler"), std::string::npos) << r.log;
+}
+
+TEST(Scenario, NoOverlapWhenAllReducesFollowBackward) {
+  // Every all-reduce runs after backward: 0% overlapped, 4T = 104.9 ms/step exposed.
+  const Result r = run({{"--no-overlap"}, {}, {}});
+  for (const json& o : r.report["overlap"]) {
+    EXPECT_NEAR(num(o, "overlap_pct"), 0.0, 0.5) << o.dump();
+    EXPECT_NEAR(num(o, "exposed_us") / 11, 104'877, 1000) << o.dump();
+  }
+  EXPECT_TRUE(r.report["stragglers"].empty()) << r.report["stragglers"].dump(1);
+}
+
+TEST(Scenario, SlowGpuRank) {
+  // Rank 2 computes 1.5x slower: 150 ms of compute per step vs 100 ms. Its optimizer (15 vs
+  // 10 ms, after the common all-reduce end) starts its next step 5 ms late, its forward adds
+  // 15 ms and its first bucket's backward share 7.5 ms: 27.5 ms late at bucket 1 (untied; later
+  // buckets queue behind the first and start together). Tolerance 3 ms (host launch jitter).
+  const Result r = run({{"--slow", "2:1.5"}, {}, kTwoHosts});
+  ASSERT_EQ(r.report["stragglers"].size(), 1u) << r.report["stragglers"].dump(1) << r.log;
+  const json& s = r.report["stragglers"][0];
+  EXPECT_EQ(s["rank"], 2);
+  EXPECT_EQ(s["host"], "node-b");
+  EXPECT_EQ(s["cause"], "gpu-slow");
+  EXPECT_EQ(s["pattern"], "persistent");
+  EXPECT_GE(num(s, "arrived_last_pct"), 80.0);
+  EXPECT_NEAR(num(s, "lateness_when_last_us"), 27'500, 3000) << s.dump();
+  EXPECT_NE(s["evidence"].get<std::string>().find("compute 150.0 ms/step"), std::string::npos)
+      << s.dump();
+}
+
+TEST(Scenario, HostStalledRank) {
+  // Rank 1 sleeps 30 ms before every step: 30 ms late at bucket 1 (untied), tied after.
+  const Result r = run({{"--stall", "1:30"}, {}, kTwoHosts});
+  ASSERT_EQ(r.report["stragglers"].size(), 1u) << r.report["stragglers"].dump(1) << r.log;
+  const json& s = r.report["stragglers"][0];
+  EXPECT_EQ(s["rank"], 1);
+  EXPECT_EQ(s["cause"], "host-stall");
+  EXPECT_GE(num(s, "arrived_last_pct"), 80.0);
+  EXPECT_NEAR(num(s, "lateness_when_last_us"), 30'000, 3000) << s.dump();
+  // Inflicted: 3 peers x 30 ms per step, 12 steps -> 1080 ms (+-10%).
+  EXPECT_NEAR(num(s, "inflicted_wait_us"), 1'080'000, 108'000) << s.dump();
+  EXPECT_EQ(first_finding_text(r).rfind("[stragglers] rank 1 (node-a) arrives last at", 0), 0u)
+      << r.log;
+  EXPECT_NE(first_finding_text(r).find("host-side stall"), std::string::npos) << r.log;
+}
+
+TEST(Scenario, WholeSlowNode) {
+  // Both ranks of node-b stall 30 ms: node-b is last at (nearly) every untied instance.
+  const Result r = run({{"--stall", "2:30", "--stall", "3:30"}, {}, kTwoHosts});
+  const json& nodes = r.report["straggler_analysis"]["node_problems"];
+  ASSERT_EQ(nodes.size(), 1u) << r.report["straggler_analysis"].dump(1) << r.log;
+  EXPECT_EQ(nodes[0]["host"], "node-b");
+  EXPECT_EQ(nodes[0]["ranks"], json({2, 3}));
+  for (const json& s : r.report["stragglers"]) {
+    EXPECT_EQ(s["host"], "node-b") << s.dump();
+    EXPECT_TRUE(s["node_problem"].get<bool>());
+    EXPECT_EQ(s["cause"], "host-stall");
+  }
+  EXPECT_EQ(r.report["stragglers"].size(), 2u);
+}
+
+TEST(Scenario, PeriodicSpikeEveryFourthStep) {
+  // Rank 3 runs an extra 60 ms kernel in backward at steps 4, 8, 12 (fake step % 4 == 3):
+  // 60 ms late there, on time elsewhere; its compute those steps is 60 ms above its others.
+  const Result r = run({{"--spike", "3:4:60"}, {}, kTwoHosts, 13});
+  ASSERT_EQ(r.report["stragglers"].size(), 1u) << r.report["stragglers"].dump(1) << r.log;
+  const json& s = r.report["stragglers"][0];
+  EXPECT_EQ(s["rank"], 3);
+  EXPECT_EQ(s["pattern"], "periodic");
+  EXPECT_EQ(s["period_steps"], 4);
+  EXPECT_EQ(s["spike_steps"], json({4, 8, 12}));
+  EXPECT_NEAR(num(s, "spike_lateness_us"), 60'000, 3000) << s.dump();
+  EXPECT_EQ(s["cause"], "gpu-slow");
+}
+
+TEST(Scenario, HostOnlyRecordsStillFindTheStraggler) {
+  const Result r = run({{"--stall", "1:30"}, {"--mode", "host"}, {}});
+  EXPECT_EQ(r.report["straggler_analysis"]["timestamps"], "call_entry");
+  ASSERT_GE(r.report["stragglers"].size(), 1u) << r.log;
+  EXPECT_EQ(r.report["stragglers"][0]["rank"], 1);
+  EXPECT_EQ(r.report["stragglers"][0]["cause"], "unknown");
+  EXPECT_TRUE(r.report["overlap"][0]["overlap_pct"].is_null());
+}
+
+TEST(Scenario, NvtxStepsAreUsed) {
+  const Result r = run({{"--nvtx", "--stall", "1:30"}, {}, {}});
+  EXPECT_NE(r.report["overlap_analysis"]["step_source"].get<std::string>().find("ranges"),
+            std::string::npos)
+      << r.report["overlap_analysis"].dump();
+  ASSERT_EQ(r.report["stragglers"].size(), 1u) << r.log;
+  EXPECT_EQ(r.report["stragglers"][0]["cause"], "host-stall");
+}
+
+}  // namespace
