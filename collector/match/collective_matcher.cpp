@@ -66,6 +66,36 @@ void match_collectives(const model::JobTrace& job, const CommEntry& comm,
     }
     for (std::size_t row = 0; row < used; ++row) {
       uint32_t* cells = &table[row * nm];
+      // Fast path (nearly every instance): everyone entered and agrees. One pass, no copies.
+      const model::CallEvent* first = nullptr;
+      bool fast = true;
+      for (std::size_t m = 0; m < nm && fast; ++m) {
+        if (cells[m] == kNone) {
+          fast = false;
+        } else if (first == nullptr) {
+          first = &rank_calls[m][cells[m]];
+        } else {
+          fast = DesyncCheck::agree(*first, rank_calls[m][cells[m]]);
+        }
+      }
+      if (fast) {
+        runs.close();
+        model::CollectiveInstance inst;
+        inst.comm_id = comm.id;
+        inst.seq = base + row;
+        inst.func = first->func;
+        inst.bytes = first->bytes;
+        inst.first_member = static_cast<uint32_t>(out.members.size());
+        inst.nmembers = static_cast<uint32_t>(nm);
+        inst.expected = static_cast<uint32_t>(summary.nranks);
+        for (std::size_t m = 0; m < nm; ++m) {
+          out.members.push_back(model::InstanceMember{comm.members[m].rank_index, cells[m]});
+          cells[m] = kNone;
+        }
+        out.instances.push_back(inst);
+        ++summary.instances;
+        continue;
+      }
       present_calls.clear();
       present_ranks.clear();
       present_slots.clear();

@@ -18,6 +18,9 @@ class DesyncCheck {
   std::size_t check(const std::vector<const model::CallEvent*>& calls,
                     const std::vector<int32_t>& ranks, std::optional<model::Desync>& desync);
 
+  // The fields that must agree do agree (the fast path of matching).
+  static bool agree(const model::CallEvent& a, const model::CallEvent& b);
+
  private:
   std::vector<uint64_t> values_;  // scratch, reused across instances
 };
