@@ -17,7 +17,7 @@ namespace ncclwatch::clock {
 struct ClockOptions {
   uint64_t min_samples = 3;
   // Instances looked at, at most (evenly spread over the run): a median needs no million samples.
-  uint64_t max_instances = 50000;
+  uint64_t max_instances = 10000;
 };
 
 // Offsets put every rank on the clock of the reference host (the host of JobTrace::ranks[0]).

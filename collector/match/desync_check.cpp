@@ -11,13 +11,6 @@
 
 namespace ncclwatch::match {
 
-bool DesyncCheck::agree(const model::CallEvent& a, const model::CallEvent& b) {
-  if (a.func != b.func || a.count != b.count || a.datatype != b.datatype) return false;
-  if (has_redop(a.func) && a.redop != b.redop) return false;
-  if (is_rooted(a.func) && a.peer != b.peer) return false;
-  return true;
-}
-
 namespace {
 
 struct Field {

@@ -30,7 +30,11 @@ PipelineResult run_pipeline(model::JobTrace& job, const PipelineOptions& options
 #ifdef NCCLWATCH_USE_TIMELINE
   if (options.link_gpu) {
     stage(options, "linking GPU work");
-    for (model::RankTrace& rank : job.ranks) timeline::link_calls_to_gpu(rank);
+    for (model::RankTrace& rank : job.ranks) {
+      // A host-only trace has nothing to link (and a million calls cost the linker a second).
+      if (rank.kernels.empty() && rank.links.empty() && rank.coll_gpu.empty()) continue;
+      timeline::link_calls_to_gpu(rank);
+    }
   }
 #endif
   stage(options, "matching");

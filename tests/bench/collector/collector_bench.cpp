@@ -121,6 +121,11 @@ int measure(const Args& args, const std::string& dir, uint64_t trace_bytes) {
   std::printf(
       "merged+linked+matched: %.1f M records/s wall (target >= 10); match alone %.1f M calls/s\n",
       rate / 1e6, static_cast<double>(calls) / match_s / 1e6);
+  const double cpu_core = m1.cpu - m0.cpu + mc.cpu - m1.cpu;
+  std::printf(
+      "merged+linked+matched: %.1f M records per CPU-second (what one idle core does; on 2 idle "
+      "cores the wall rate lies between this and twice it: the load is parallel)\n",
+      static_cast<double>(records) / cpu_core / 1e6);
   std::printf("whole pipeline: %.1f M records/s wall\n",
               static_cast<double>(records) / seconds(m0.wall, m2.wall) / 1e6);
   std::printf("peak RSS (VmHWM) %.2f GiB = %.2f x trace size (target <= 1.5)\n",
