@@ -201,16 +201,26 @@ model::RankTrace RankBuilder::finish(std::vector<model::InputProblem>& problems)
 
   // Names: map string ids to indices into names (names[0] stays "").
   strings_.finish();
-  std::unordered_map<uint32_t, uint32_t> name_index;
+  // String ids are small per-process counters, so a flat table serves nearly all lookups (one
+  // per kernel); the hash map only takes absurd ids from damaged files.
+  constexpr uint32_t kFlatIds = 1u << 16;
+  std::vector<uint32_t> flat_index;
+  std::unordered_map<uint32_t, uint32_t> sparse_index;
   const auto intern = [&](uint32_t string_id) -> uint32_t {
     if (string_id == 0) return 0;
-    auto [it, inserted] = name_index.try_emplace(string_id, 0);
-    if (inserted) {
+    uint32_t* slot = nullptr;
+    if (string_id < kFlatIds) {
+      if (flat_index.empty()) flat_index.assign(kFlatIds, 0);
+      slot = &flat_index[string_id];
+    } else {
+      slot = &sparse_index[string_id];
+    }
+    if (*slot == 0) {
       const std::string* text = strings_.text(string_id);
       trace_.names.push_back(text ? *text : fmt::format("<name #{} missing>", string_id));
-      it->second = static_cast<uint32_t>(trace_.names.size() - 1);
+      *slot = static_cast<uint32_t>(trace_.names.size() - 1);
     }
-    return it->second;
+    return *slot;
   };
   for (auto& k : trace_.kernels) k.name = intern(k.name);
   for (auto& rg : trace_.ranges) rg.name = intern(rg.name);

@@ -220,9 +220,13 @@ TEST(LoadRank, NamesWithMissingChunksAndUnknownIds) {
   rs.push_back(make_kernel(50, 60, 3, 8, false));
   rs.push_back(late[1]);
   rs.push_back(late[0]);
+  // A very large id (the loader's flat table does not cover it) still resolves.
+  for (auto& c : make_string(3'000'000'000u, "big")) rs.push_back(c);
+  rs.push_back(make_kernel(70, 80, 4, 3'000'000'000u, false));
   std::vector<model::InputProblem> problems;
   const auto t = load_rank(write_rank(dir.path(), "j", "h", 1, 0, 1, rs), problems);
-  ASSERT_EQ(t.kernels.size(), 3u);
+  ASSERT_EQ(t.kernels.size(), 4u);
+  EXPECT_EQ(t.name_of(t.kernels[3].name), "big");
   EXPECT_EQ(t.name_of(t.kernels[0].name), std::string(56, 'a'));
   EXPECT_EQ(t.name_of(t.kernels[1].name), "<name #44 missing>");
   EXPECT_EQ(t.name_of(t.kernels[2].name), std::string(60, 'b'));
