@@ -1,7 +1,10 @@
 // Segments and salvage: joining what the trace file holds with what the ring still holds.
 #include "trace/salvage.h"
 
+#include <fcntl.h>
+#include <linux/fs.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -141,15 +144,51 @@ TEST(Salvage, ClosedSegmentOfALiveOwnerIsFair) {
   seg.release();
 }
 
+// Makes `path` unwritable even for root (the immutable attribute) while it lives; for other
+// users a read-only mode does it. ok() false when neither is possible here.
+class ReadOnlyFile {
+ public:
+  explicit ReadOnlyFile(std::string path) : path_(std::move(path)) {
+    std::filesystem::permissions(path_, std::filesystem::perms::owner_read);
+    if (::geteuid() != 0) {
+      ok_ = true;
+      return;
+    }
+    immutable_ = set_immutable(true);
+    ok_ = immutable_;
+  }
+  ~ReadOnlyFile() {
+    if (immutable_) set_immutable(false);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  bool set_immutable(bool on) {
+    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    int flags = 0;
+    bool done = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+    if (done) {
+      flags = on ? (flags | FS_IMMUTABLE_FL) : (flags & ~FS_IMMUTABLE_FL);
+      done = ::ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+    }
+    ::close(fd);
+    return done;
+  }
+  std::string path_;
+  bool ok_ = false;
+  bool immutable_ = false;
+};
+
 TEST(Salvage, UnwritableTracePathFallsBackToDirKeepingTheFileRecords) {
-  if (::geteuid() == 0) GTEST_SKIP() << "root writes anywhere";
   TempDir dir, ro, out;
   const std::string job = unique_job("ro");
   const int64_t pid = dead_pid();
   const std::string path = ro.file("ncclwatch.h.1.trace");
   write_trace(path, make_header(make_process(job, "h", pid, 0, 1), format::kTraceStateOpen, 0),
               {call(0), call(1)});
-  std::filesystem::permissions(path, std::filesystem::perms::owner_read);
+  ReadOnlyFile read_only(path);
+  if (!read_only.ok()) GTEST_SKIP() << "cannot make a file unwritable for root here";
   TestSegment seg(job, "h", pid, 8, path);
   seg.put(2, call(2));
   seg.set_positions(2, 3);
