@@ -1,7 +1,9 @@
 #include "clock/clock_aligner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
+#include <string>
 
 #include "clock/host_groups.h"
 #include "clock/robust_estimate.h"
@@ -128,12 +130,19 @@ model::ClockAlignment align_clocks(const model::JobTrace& job, const model::Matc
     if (best == nullptr) break;
     bool forward = placed[best->a];
     uint32_t from = forward ? best->a : best->b, to = forward ? best->b : best->a;
-    correction[to] = correction[from] + (forward ? best->est.median : -best->est.median);
+    // A shift smaller than twice the standard error of the median (1.2533 spread / sqrt(n)) is
+    // not told apart from none: the host keeps its wall-clock relation to `from`.
+    const double se = 1.2533 * static_cast<double>(best->est.spread) /
+                      std::sqrt(static_cast<double>(best->est.kept));
+    const bool significant = std::fabs(static_cast<double>(best->est.median)) >= 2.0 * se;
+    const int64_t step = significant ? (forward ? best->est.median : -best->est.median) : 0;
+    correction[to] = correction[from] + step;
     placed[to] = true;
     model::HostOffset& ho = out.hosts[to];
     ho.residual_ns = out.hosts[from].residual_ns + best->est.spread;
     ho.samples = best->est.kept;
-    ho.method = best->method;
+    ho.method =
+        std::string(best->method) + (significant ? "" : " (not significant: wall clock kept)");
   }
   for (std::size_t h = 0; h < nh; ++h) {
     model::HostOffset& ho = out.hosts[h];

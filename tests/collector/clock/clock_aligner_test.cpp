@@ -122,3 +122,24 @@ TEST(ClockAligner, UnnamedHostsAreTheirOwn) {
 
 }  // namespace
 }  // namespace ncclwatch::clock
+
+namespace ncclwatch::clock {
+namespace {
+
+TEST(ClockAligner, ShiftBuriedInNoiseIsNotApplied) {
+  // 8 samples scattered over +-50 ms around a 3 ms "offset": not told apart from none.
+  testing::JobBuilder b(2, 2);
+  b.comm(kComm, {0, 1});
+  b.all_reduces(kComm, {0, 1}, 0, 8, 0, 100'000'000);
+  const int64_t noise[8] = {-40'000'000, 30'000'000,  -20'000'000, 45'000'000,
+                            3'000'000,   -35'000'000, 25'000'000,  10'000'000};
+  for (int i = 0; i < 8; ++i) b.job.ranks[1].calls[i].exit_ns += noise[i];
+  auto m = match::match_job(b.job);
+  auto c = align_clocks(b.job, m);
+  EXPECT_EQ(c.hosts[1].method, "host-exit (not significant: wall clock kept)");
+  EXPECT_EQ(c.hosts[1].offset_ns, 0);
+  EXPECT_GT(c.hosts[1].residual_ns, 10'000'000);
+}
+
+}  // namespace
+}  // namespace ncclwatch::clock
