@@ -1,5 +1,10 @@
 #include "pipeline/pipeline.h"
 
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include "pipeline/collector_parts.h"
 
 // Parts built in parallel by other components: compiled in when their library exists (CMake
@@ -30,11 +35,23 @@ PipelineResult run_pipeline(model::JobTrace& job, const PipelineOptions& options
 #ifdef NCCLWATCH_USE_TIMELINE
   if (options.link_gpu) {
     stage(options, "linking GPU work");
-    for (model::RankTrace& rank : job.ranks) {
-      // A host-only trace has nothing to link (and a million calls cost the linker a second).
-      if (rank.kernels.empty() && rank.links.empty() && rank.coll_gpu.empty()) continue;
-      timeline::link_calls_to_gpu(rank);
-    }
+    // Ranks are independent: one worker per core takes the next rank.
+    std::atomic<std::size_t> next{0};
+    auto worker = [&job, &next] {
+      for (std::size_t i = next++; i < job.ranks.size(); i = next++) {
+        model::RankTrace& rank = job.ranks[i];
+        // A host-only trace has nothing to link (and a million calls cost the linker a second).
+        if (rank.kernels.empty() && rank.links.empty() && rank.coll_gpu.empty()) continue;
+        timeline::link_calls_to_gpu(rank);
+      }
+    };
+    unsigned threads =
+        options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+    threads = static_cast<unsigned>(std::min<std::size_t>(threads, job.ranks.size()));
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
   }
 #endif
   stage(options, "matching");

@@ -124,7 +124,7 @@ int measure(const Args& args, const std::string& dir, uint64_t trace_bytes) {
   const double cpu_core = m1.cpu - m0.cpu + mc.cpu - m1.cpu;
   std::printf(
       "merged+linked+matched: %.1f M records per CPU-second (what one idle core does; on 2 idle "
-      "cores the wall rate lies between this and twice it: the load is parallel)\n",
+      "cores the wall rate lies between this and twice it: load and GPU link run on 2 threads)\n",
       static_cast<double>(records) / cpu_core / 1e6);
   std::printf("whole pipeline: %.1f M records/s wall\n",
               static_cast<double>(records) / seconds(m0.wall, m2.wall) / 1e6);
