@@ -158,6 +158,28 @@ TEST_F(E2e, TwoHostsWithASkewedClockAreAligned) {
   EXPECT_NE(r.out.find("== Clocks"), std::string::npos);
 }
 
+#ifdef FAKE_TRAIN
+TEST_F(E2e, TwoHostsAlignedFromGpuKernelEnds) {
+  // fake_train on the fake GPU (CUPTI mode): the ends of the all-reduce kernels are simultaneous,
+  // so the second host's 3 ms skew is recovered from them, within 100 us (stated tolerance).
+  const int64_t skew_ns = 3'000'000;
+  std::string launcher = kLauncher4 + " --env NCCLWATCH_HOST=nodeA";
+  for (int r : {2, 3}) {
+    launcher += " --env-rank " + std::to_string(r) + " NCCLWATCH_HOST=nodeB --env-rank " +
+                std::to_string(r) + " NCCLWATCH_TEST_CLOCK_OFFSET_NS=" + std::to_string(skew_ns);
+  }
+  Result r = run("", launcher + " -- " + FAKE_TRAIN + " --steps 4");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  json j = report_json();
+  const json& offsets = j["clock"]["offsets"];
+  ASSERT_EQ(offsets.size(), 2u) << j["clock"].dump();
+  EXPECT_EQ(offsets[1]["method"], "gpu-kernel-end");
+  EXPECT_NEAR(offsets[1]["offset_us"].get<double>(), -skew_ns / 1000.0, 100.0) << j["clock"].dump();
+  EXPECT_EQ(j["ranks"][0]["timing"], "cupti");
+  EXPECT_EQ(j["ranks"][0]["gpu_timed"], j["ranks"][0]["calls"]);
+}
+#endif
+
 TEST_F(E2e, TruncatedTraceFileIsOneLineAndTheRestIsReported) {
   Result r = run("", kLauncher4 + " -- " + FAKE_RANK + " --steps 5 --colls 2");
   ASSERT_EQ(r.rc, 0) << r.err;
