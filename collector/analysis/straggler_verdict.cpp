@@ -107,6 +107,7 @@ struct PeriodicFit {
 // steps (a checkpoint every N steps among a few noise spikes).
 PeriodicFit fit_period(const std::vector<std::size_t>& spikes) {
   PeriodicFit best;
+  long best_score = 0;
   if (spikes.size() < 3) return best;
   const std::size_t span = spikes.back() - spikes.front();
   for (std::size_t period = 2; period <= span / 2; ++period) {
@@ -115,10 +116,17 @@ PeriodicFit fit_period(const std::vector<std::size_t>& spikes) {
       for (std::size_t k : spikes) {
         if (k >= spikes[a] && (k - spikes[a]) % period == 0) on.push_back(k);
       }
-      if (on.size() < 3 || on.size() <= best.fitted.size()) continue;
+      if (on.size() < 3) continue;
       const std::size_t positions = (on.back() - on.front()) / period + 1;
       if (5 * on.size() < 4 * positions || 5 * on.size() < 3 * spikes.size()) continue;
-      best = {period, on};
+      // Each hit counts, each missed position twice: a noise spike between two checkpoints
+      // must not turn "every 4th" into "every 2nd".
+      const long score =
+          static_cast<long>(on.size()) - 2 * static_cast<long>(positions - on.size());
+      if (score > best_score) {
+        best_score = score;
+        best = {period, on};
+      }
     }
   }
   return best;

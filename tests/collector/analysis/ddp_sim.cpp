@@ -87,6 +87,7 @@ SimJob simulate(const SimParams& p) {
       RankState& rs = st[r];
       int64_t stall = sr.host_stall_ns + (sr.host_stall_ns ? jit() : 0);
       if (sr.spike_every > 0 && (s + 1) % sr.spike_every == 0) stall += sr.spike_ns;
+      if (s == sr.extra_spike_step) stall += sr.spike_ns;
       step_begin[r] = rs.host_ready;
       const int64_t issue = rs.host_ready + stall;
       int64_t t = std::max(issue, rs.compute_free);

@@ -134,6 +134,25 @@ TEST(Stragglers, PeriodicSpikeEveryTenthStep) {
   for (int r = 0; r < 4; ++r) EXPECT_EQ(run.report.json["overlap"][r]["steps"], 39);
 }
 
+TEST(Stragglers, PeriodicSpikeAmongAnotherSpike) {
+  // Checkpoints at steps 10, 20, 30, 40 plus one extra stall at step 25: still "every 10th"
+  // (every 5th would miss 3 of its 7 positions); step 25 is listed as a one-off.
+  auto p = base();
+  p.steps = 40;
+  p.ranks[3].spike_every = 10;
+  p.ranks[3].spike_ns = 20'000'000;
+  p.ranks[3].extra_spike_step = 24;
+  const AnalyzedRun run(p);
+  ASSERT_EQ(run.stragglers.size(), 1u) << run.stragglers.dump(1);
+  EXPECT_EQ(run.stragglers[0]["period_steps"], 10);
+  EXPECT_EQ(run.stragglers[0]["spike_steps"], nlohmann::json({10, 20, 30, 40}));
+  bool listed = false;
+  for (const auto& sec : run.report.sections) {
+    listed = listed || sec.body.find("rank 3 step 25: +20.0 ms") != std::string::npos;
+  }
+  EXPECT_TRUE(listed);
+}
+
 TEST(Stragglers, OneOffSpikeIsNotAStraggler) {
   auto p = base();
   p.ranks[0].spike_every = 7;  // 12 steps: only step 7
