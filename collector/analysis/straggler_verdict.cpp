@@ -105,13 +105,20 @@ struct PeriodicFit {
 // The arithmetic progression (period >= 2) that the most spike steps sit on, when it explains
 // them: >= 3 on it, >= 80% of its positions between first and last hit, and >= 60% of all spike
 // steps (a checkpoint every N steps among a few noise spikes).
-PeriodicFit fit_period(const std::vector<std::size_t>& spikes) {
+PeriodicFit fit_period(const std::vector<std::size_t>& all_spikes) {
+  // The first 1024 spike steps decide (and are listed); more is a run that is late all along.
+  const std::vector<std::size_t> spikes(
+      all_spikes.begin(), all_spikes.begin() + static_cast<std::ptrdiff_t>(
+                                                   std::min<std::size_t>(all_spikes.size(), 1024)));
   PeriodicFit best;
   long best_score = 0;
   if (spikes.size() < 3) return best;
+  // Bounded work on very noisy runs: a progression holding 60% of the spikes starts at one of
+  // the first spikes, and periods beyond 512 steps are not "every N steps" anyone schedules.
   const std::size_t span = spikes.back() - spikes.front();
-  for (std::size_t period = 2; period <= span / 2; ++period) {
-    for (std::size_t a = 0; a < spikes.size(); ++a) {
+  const std::size_t anchors = std::min<std::size_t>(spikes.size(), 8);
+  for (std::size_t period = 2; period <= std::min<std::size_t>(span / 2, 512); ++period) {
+    for (std::size_t a = 0; a < anchors; ++a) {
       std::vector<std::size_t> on;
       for (std::size_t k : spikes) {
         if (k >= spikes[a] && (k - spikes[a]) % period == 0) on.push_back(k);
