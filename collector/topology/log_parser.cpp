@@ -214,7 +214,9 @@ std::vector<CommGroup> group_comms(const LogSet& set) {
       if (r.transports.empty()) continue;
       key = "(no comm line)";
     } else if (key.empty()) {
-      key = "nranks " + std::to_string(r.nranks) + " #" + std::to_string(r.ordinal);
+      key = "nranks " + std::to_string(r.nranks) +
+            (r.nnodes > 0 ? " nnodes " + std::to_string(r.nnodes) : "") + " #" +
+            std::to_string(r.ordinal);
       std::string who = r.host + ":" + std::to_string(r.pid);
       auto [it, fresh] = claimed.emplace(std::make_pair(key, r.rank), who);
       if (!fresh && it->second != who && it->second.substr(0, r.host.size() + 1) != r.host + ":")
