@@ -14,7 +14,7 @@ struct Sets {
   const IntervalSet* busy;
   IntervalSet overlapped;
   IntervalSet exposed;
-  IntervalSet exposed_wait;
+  const IntervalSet* wait;
   // Start of each collective span preceded by idle GPU time, and that idle time.
   std::vector<std::pair<int64_t, int64_t>> idle_before;
 };
@@ -32,7 +32,8 @@ OverlapTotals measure(const Sets& s, Interval w, Cursor& c) {
   t.busy_ns = s.busy->length_within(w.begin, w.end, c.busy);
   t.overlapped_ns = s.overlapped.length_within(w.begin, w.end, c.overlapped);
   t.exposed_ns = s.exposed.length_within(w.begin, w.end, c.exposed);
-  t.wait_ns = s.exposed_wait.length_within(w.begin, w.end, c.wait);
+  t.peer_wait_ns = s.wait->length_within(w.begin, w.end, c.wait);
+  t.wait_ns = std::min(t.peer_wait_ns, t.exposed_ns);
   while (c.idle < s.idle_before.size() && s.idle_before[c.idle].first < w.begin) ++c.idle;
   for (std::size_t k = c.idle; k < s.idle_before.size() && s.idle_before[k].first < w.end; ++k) {
     t.idle_before_comm_ns += s.idle_before[k].second;
@@ -84,7 +85,7 @@ RankOverlap OverlapAnalysis::of_rank(const model::RankTrace& rank, std::size_t r
   Sets s{&activity.comm, &activity.compute, &activity.busy, {}, {}, {}, {}};
   s.overlapped = activity.comm.intersect(activity.compute);
   s.exposed = activity.comm.subtract(activity.compute);
-  s.exposed_wait = s.exposed.intersect(wait);
+  s.wait = &wait;
   s.idle_before = idle_before_comm(activity.comm, activity.busy);
 
   Cursor steps_cursor;

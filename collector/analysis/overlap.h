@@ -1,8 +1,12 @@
 // Overlap of communication with computation, per rank and per step, in HTA's terms:
 //   comm = union of NCCL kernel intervals, compute = union of all other kernels (memcpy and
 //   memset are neither), overlap = |comm ∩ compute| / |comm|.
-// Exposed communication (comm − compute) is split into waiting for peers (the part of each
-// collective before its last member arrived) and transfer (the rest).
+// Exposed communication (comm − compute) is split into waiting for peers and transfer (the
+// rest). Waiting is the time inside collectives before their last member arrived, counted
+// against the exposed time up to its size: min(peer wait, exposed). A wait that compute hides
+// still pushes every later collective of the chain back (DDP's buckets queue on one stream),
+// so a plain intersection with the exposed intervals would credit it all to "transfer"; the
+// min is exact for such a chain and an upper bound when the chain has slack.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +31,8 @@ struct OverlapTotals {
   int64_t comm_ns = 0;
   int64_t overlapped_ns = 0;
   int64_t exposed_ns = 0;
-  int64_t wait_ns = 0;  // exposed and waiting for the last peer
+  int64_t peer_wait_ns = 0;  // inside collectives before their last member arrived
+  int64_t wait_ns = 0;       // of exposed_ns: min(peer_wait_ns, exposed_ns)
   int64_t compute_ns = 0;
   int64_t busy_ns = 0;              // any GPU activity
   int64_t idle_before_comm_ns = 0;  // idle gaps that end where a collective starts

@@ -51,6 +51,7 @@ JobOverlap JobOverlap::of(const std::vector<RankOverlap>& overlaps) {
     t.overlapped_ns += o.steady.overlapped_ns;
     t.exposed_ns += o.steady.exposed_ns;
     t.wait_ns += o.steady.wait_ns;
+    t.peer_wait_ns += o.steady.peer_wait_ns;
     t.compute_ns += o.steady.compute_ns;
     t.busy_ns += o.steady.busy_ns;
     t.idle_before_comm_ns += o.steady.idle_before_comm_ns;
@@ -203,6 +204,7 @@ void OverlapReport::write(const std::vector<RankOverlap>& overlaps,
                           {"host", o.host},
                           {"comm_us", us(t.comm_ns)},
                           {"wait_us", us(t.wait_ns)},
+                          {"peer_wait_us", us(t.peer_wait_ns)},
                           {"steps", o.plan.steady_steps()},
                           {"window_us", us(t.window_ns)},
                           {"comm_source", to_string(o.source)}};

@@ -154,6 +154,12 @@ TEST(Scenario, HostStalledRank) {
   EXPECT_NEAR(num(s, "lateness_when_last_us"), 30'000, 4500) << s.dump();
   // Inflicted: 3 peers x 30 ms per step, 12 steps -> 1080 ms.
   EXPECT_NEAR(num(s, "inflicted_wait_us"), 1'080'000, 270'000) << s.dump();
+  // Its peers wait 30 ms inside bucket 1 (hidden by their backward), which pushes their whole
+  // chain back: 30 ms/step of their exposed time is waiting for rank 1 (+-15%).
+  for (int peer : {0, 2, 3}) {
+    EXPECT_NEAR(num(r.report["overlap"][peer], "wait_us") / 11, 30'000, 4500)
+        << r.report["overlap"][peer].dump();
+  }
   EXPECT_EQ(first_finding_text(r).rfind("[stragglers] rank 1 (node-a) arrives last at", 0), 0u)
       << r.log;
   EXPECT_NE(first_finding_text(r).find("host-side stall"), std::string::npos) << r.log;
