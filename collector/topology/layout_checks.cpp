@@ -162,7 +162,11 @@ void check_agreement(const LogSet& logs, const std::vector<CommContext>& comms,
         for (std::size_t m : c.group->members) {
           const RankView& r = logs.ranks[m];
           if (std::find(minority.begin(), minority.end(), r.rank) == minority.end()) continue;
-          evidence = r.host + ": " + (!r.graphs.empty() ? r.graphs.front().evidence : r.comm_line);
+          const std::string& line = &p == &props[0]    ? r.coll_line
+                                    : &p == &props[1]  ? r.trees_line
+                                    : r.graphs.empty() ? r.comm_line
+                                                       : r.graphs.front().evidence;
+          evidence = r.host + ": " + line;
           break;
         }
     }

@@ -151,9 +151,11 @@ void LogParser::add_line(const std::string& file, std::string_view line) {
     case LineKind::kRingNeighbors:
       set_.ranks[record_for(file, p, true)].ring_neighbors.push_back(p.neighbors);
       break;
-    case LineKind::kTrees:
-      set_.ranks[record_for(file, p, true)].tree_channels = p.tree_channels;
-      break;
+    case LineKind::kTrees: {
+      RankView& r = set_.ranks[record_for(file, p, true)];
+      r.tree_channels = p.tree_channels;
+      r.trees_line = std::string(p.message);
+    } break;
     case LineKind::kTransport:
       set_.ranks[record_for(file, p, false)].transports.push_back(std::move(p.transport));
       break;
@@ -173,9 +175,11 @@ void LogParser::add_line(const std::string& file, std::string_view line) {
       if (g.channels.size() < 4096) g.channels.push_back(std::move(p.graph_channel));
       break;
     }
-    case LineKind::kCollChannels:
-      set_.ranks[record_for(file, p, true)].coll_channels = p.coll_channels;
-      break;
+    case LineKind::kCollChannels: {
+      RankView& r = set_.ranks[record_for(file, p, true)];
+      r.coll_channels = p.coll_channels;
+      r.coll_line = std::string(p.message);
+    } break;
     case LineKind::kNics: {
       bool seen = false;
       for (const auto& n : set_.nics) seen = seen || (n.host == p.nics.host && n.net == p.nics.net);

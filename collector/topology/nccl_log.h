@@ -78,8 +78,10 @@ struct RankView {
   std::vector<RingNeighbors> ring_neighbors;
   std::vector<Transport> transports;
   std::vector<GraphSearch> graphs;
-  std::string comm_line;  // evidence: the first comm line
-  uint64_t ordinal = 0;   // position among its process's comms (for logs without commId)
+  std::string comm_line;   // evidence: the first comm line
+  std::string coll_line;   // evidence: the "N coll channels" line
+  std::string trees_line;  // evidence: the Trees line
+  uint64_t ordinal = 0;    // position among its process's comms (for logs without commId)
 };
 
 // The NICs one process reported: "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB ...".

@@ -158,6 +158,10 @@ TEST_P(EveryStyle, NodeWithFewerChannels) {
   EXPECT_NE(x->message.find("tree channels: 2 on rank(s) 4-7 vs 4 on rank(s) 0-3"),
             std::string::npos)
       << x->message;
+  // The evidence is the odd rank's own line: its channel count or its trees.
+  EXPECT_TRUE(x->evidence.rfind("node1: 2 coll channels", 0) == 0 ||
+              x->evidence.rfind("node1: Trees [0]", 0) == 0)
+      << x->evidence;
 }
 
 TEST_P(EveryStyle, NodesThatNeverJoined) {
