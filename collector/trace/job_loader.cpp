@@ -33,6 +33,9 @@ Scanned scan_one(const std::string& path) {
   Scanned s;
   TraceFileReader reader(1);
   if (!reader.open(path)) {
+    // The trace directory legitimately holds other files (NCCL debug logs, topology dumps, a
+    // report.json): a foreign file is only worth a line when its name claims to be a trace.
+    if (reader.foreign() && !path.ends_with(".trace")) return s;
     const std::string message = reader.foreign() ? "skipped (foreign file): " + reader.error()
                                                  : "unreadable: " + reader.error();
     s.problem = model::InputProblem{path, message};

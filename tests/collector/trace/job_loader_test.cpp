@@ -110,7 +110,8 @@ TEST(LoadJob, ForeignAndBrokenFilesAreSkippedWithALine) {
   const auto torn = dir.file("ncclwatch.h.2.trace");
   write_trace(torn, make_header(make_process("job", "h", 2, 1, 2), format::kTraceStateOpen, 0),
               calls_for(4), 10);
-  write_bytes(dir.file("report.json"), std::vector<char>(400, '{'));
+  write_bytes(dir.file("report.json"), std::vector<char>(400, '{'));   // a companion: ignored
+  write_bytes(dir.file("stolen.trace"), std::vector<char>(400, '{'));  // claims to be a trace
   auto header = make_header(make_process("job", "h", 3, 1, 2), format::kTraceStateClosed, 0);
   header.layout_version = 7;
   write_trace(dir.file("ncclwatch.h.3.trace"), header, {});
@@ -120,11 +121,12 @@ TEST(LoadJob, ForeignAndBrokenFilesAreSkippedWithALine) {
   EXPECT_EQ(job.ranks[1].calls.size(), 4u);
   EXPECT_FALSE(job.ranks[1].info.complete);
   EXPECT_TRUE(has_line(
-      job, dir.file("report.json") +
+      job, dir.file("stolen.trace") +
                ": skipped (foreign file): not an ncclwatch trace (bad magic 0x7b7b7b7b7b7b7b7b)"))
       << lines(job);
   EXPECT_TRUE(has_line(job, "ncclwatch.h.3.trace: unreadable: layout version 7")) << lines(job);
   EXPECT_TRUE(has_line(job, torn + ": truncated: last record torn (10 of 64 bytes)")) << lines(job);
+  EXPECT_FALSE(has_line(job, "report.json")) << lines(job);
   EXPECT_EQ(job.problems.size(), 4u) << lines(job);  // + "not closed" of the torn one
 }
 
