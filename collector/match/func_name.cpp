@@ -2,40 +2,7 @@
 
 #include <array>
 
-namespace ncclwatch::match {
-
-const char* func_name(format::Func f) {
-  static constexpr std::array<const char*, static_cast<std::size_t>(format::Func::kCount)> kNames =
-      {"unknown",
-       "all_reduce",
-       "broadcast",
-       "bcast",
-       "reduce",
-       "all_gather",
-       "reduce_scatter",
-       "all_to_all",
-       "gather",
-       "scatter",
-       "send",
-       "recv",
-       "group_start",
-       "group_end",
-       "get_unique_id",
-       "comm_init_rank",
-       "comm_init_rank_config",
-       "comm_init_rank_scalable",
-       "comm_init_all",
-       "comm_split",
-       "comm_shrink",
-       "comm_finalize",
-       "comm_destroy",
-       "comm_abort",
-       "comm_revoke"};
-  auto i = static_cast<std::size_t>(f);
-  return i < kNames.size() ? kNames[i] : "unknown";
-}
-
-}  // namespace ncclwatch::match
+namespace ncclwatch::match {}  // namespace ncclwatch::match
 
 namespace ncclwatch::match {
 

@@ -3,12 +3,12 @@
 
 #include <string>
 
+#include "model/func_names.h"
 #include "ncclwatch/format.h"
 
 namespace ncclwatch::match {
 
-// "all_reduce", "send", "comm_split", ...; "unknown" for values outside the enum.
-const char* func_name(format::Func f);
+using model::func_name;  // "all_reduce", "send", ... (collector/model/func_names.h)
 
 // Collectives with a root, whose root must agree across ranks.
 constexpr bool is_rooted(format::Func f) {

@@ -1,38 +1,12 @@
 #include "trace/record_names.h"
 
+#include "model/func_names.h"
+
 #include <array>
 #include <string>
 
 namespace ncclwatch::trace {
 namespace {
-
-// Indexed by the enum value; the format appends only, so these tables only grow.
-constexpr std::array<const char*, static_cast<std::size_t>(format::Func::kCount)> kFuncNames = {
-    "unknown",
-    "all_reduce",
-    "broadcast",
-    "bcast",
-    "reduce",
-    "all_gather",
-    "reduce_scatter",
-    "all_to_all",
-    "gather",
-    "scatter",
-    "send",
-    "recv",
-    "group_start",
-    "group_end",
-    "get_unique_id",
-    "comm_init_rank",
-    "comm_init_rank_config",
-    "comm_init_rank_scalable",
-    "comm_init_all",
-    "comm_split",
-    "comm_shrink",
-    "comm_finalize",
-    "comm_destroy",
-    "comm_abort",
-    "comm_revoke"};
 
 constexpr std::array<const char*, static_cast<std::size_t>(format::RecordKind::kCount)> kKindNames =
     {"invalid", "call",   "group",       "comm",     "comm_end", "identity", "clock",
@@ -45,8 +19,8 @@ std::string unknown(unsigned raw) {
 }  // namespace
 
 std::string func_name(uint8_t raw) {
-  if (raw >= kFuncNames.size()) return unknown(raw);
-  return kFuncNames[raw];
+  if (raw >= static_cast<uint8_t>(format::Func::kCount)) return unknown(raw);
+  return model::func_name(static_cast<format::Func>(raw));
 }
 
 std::string func_name(format::Func func) {
