@@ -21,36 +21,38 @@ struct CallEvent {
   int64_t enter_ns = 0;
   int64_t exit_ns = 0;
   uint64_t comm_id = 0;
-  uint64_t seq = 0;      // unwrapped (the record holds the low 32 bits)
+  uint64_t seq = 0;  // unwrapped (the record holds the low 32 bits)
   uint64_t count = 0;
-  uint64_t bytes = 0;    // count x element size
+  uint64_t bytes = 0;  // count x element size
   uint64_t stream = 0;
-  int32_t peer = -1;     // root or peer, -1 if none
+  int32_t peer = -1;  // root or peer, -1 if none
   uint32_t tid = 0;
   uint32_t group_id = 0;
   Func func = Func::kUnknown;
   uint8_t datatype = 0;
   uint8_t redop = 0;
-  int8_t result = 0;     // ncclResult_t
-  uint8_t flags = 0;     // format::kCall* bits
-  int32_t kernel = -1;   // index into RankTrace::kernels of the GPU work of this call, -1 none
+  int8_t result = 0;         // ncclResult_t
+  uint8_t flags = 0;         // format::kCall* bits
+  int32_t kernel = -1;       // index into RankTrace::kernels of the GPU work of this call, -1 none
   int64_t gpu_start_ns = 0;  // GPU interval of this call (kernel or CUDA events), 0/0 if none
   int64_t gpu_end_ns = 0;
-  bool has_gpu() const { return gpu_end_ns > gpu_start_ns || (gpu_start_ns != 0 && gpu_end_ns == gpu_start_ns); }
+  bool has_gpu() const {
+    return gpu_end_ns > gpu_start_ns || (gpu_start_ns != 0 && gpu_end_ns == gpu_start_ns);
+  }
 };
 
 // One GPU activity (kernel, memcpy or memset).
 struct KernelEvent {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
-  uint32_t stream = 0;    // CUPTI stream id / Kineto tid
-  uint32_t name = 0;      // index into RankTrace::names (0 = "")
+  uint32_t stream = 0;  // CUPTI stream id / Kineto tid
+  uint32_t name = 0;    // index into RankTrace::names (0 = "")
   uint32_t correlation = 0;
-  int32_t call = -1;      // index into RankTrace::calls of the first NCCL call it serves, -1 none
-  uint64_t bytes = 0;     // memcpy/memset bytes
+  int32_t call = -1;   // index into RankTrace::calls of the first NCCL call it serves, -1 none
+  uint64_t bytes = 0;  // memcpy/memset bytes
   int16_t device = -1;
   format::ActivityKind kind = format::ActivityKind::kKernel;
-  bool nccl = false;      // an NCCL kernel (communication)
+  bool nccl = false;  // an NCCL kernel (communication)
 };
 
 // Host side of a kernel launch (runtime/driver launch API).
@@ -76,11 +78,11 @@ struct CommInfo {
   uint64_t parent = 0;
   uint64_t handle = 0;
   int32_t nranks = 0;
-  int32_t rank = -1;     // rank inside the comm
+  int32_t rank = -1;  // rank inside the comm
   int32_t device = -1;
   Func created_by = Func::kUnknown;
   int64_t created_ns = 0;
-  std::string name;      // process-group name where the source knows it (Kineto)
+  std::string name;  // process-group name where the source knows it (Kineto)
 };
 
 enum class TimingSource : uint8_t {
@@ -90,8 +92,23 @@ enum class TimingSource : uint8_t {
   kKineto = 3,    // a PyTorch-profiler trace
 };
 
+// Name used in the report's tables and JSON.
+constexpr const char* timing_name(TimingSource t) {
+  switch (t) {
+    case TimingSource::kCupti:
+      return "cupti";
+    case TimingSource::kEvents:
+      return "cuda-events";
+    case TimingSource::kKineto:
+      return "kineto";
+    case TimingSource::kHostOnly:
+      break;
+  }
+  return "host-only";
+}
+
 struct RankInfo {
-  int32_t rank = -1;        // global rank
+  int32_t rank = -1;  // global rank
   int32_t world_size = -1;
   int32_t local_rank = -1;
   int32_t device = -1;
@@ -99,13 +116,13 @@ struct RankInfo {
   std::string job;
   std::string pci_bus_id;
   int64_t pid = 0;
-  std::string source;       // file it came from
-  uint64_t records = 0;     // records read
-  uint64_t dropped = 0;     // ring drops
+  std::string source;    // file it came from
+  uint64_t records = 0;  // records read
+  uint64_t dropped = 0;  // ring drops
   uint64_t cupti_dropped = 0;
-  uint64_t skipped = 0;     // records the reader rejected
-  bool salvaged = false;    // recovered from a dead process's segment
-  bool complete = true;     // file closed normally
+  uint64_t skipped = 0;   // records the reader rejected
+  bool salvaged = false;  // recovered from a dead process's segment
+  bool complete = true;   // file closed normally
   TimingSource timing = TimingSource::kHostOnly;
   // monotonic -> realtime: realtime = t + wall_offset_ns (from the clock anchors).
   int64_t wall_offset_ns = 0;

@@ -14,20 +14,6 @@ double us(int64_t ns) {
   return static_cast<double>(ns) / 1000.0;
 }
 
-const char* timing_key(model::TimingSource t) {
-  switch (t) {
-    case model::TimingSource::kCupti:
-      return "cupti";
-    case model::TimingSource::kEvents:
-      return "cuda-events";
-    case model::TimingSource::kKineto:
-      return "kineto";
-    case model::TimingSource::kHostOnly:
-      break;
-  }
-  return "host-only";
-}
-
 json ranks_json(const model::JobTrace& job, const model::ClockAlignment& clock) {
   json list = json::array();
   for (std::size_t i = 0; i < job.ranks.size(); ++i) {
@@ -47,7 +33,7 @@ json ranks_json(const model::JobTrace& job, const model::ClockAlignment& clock) 
                     {"collectives", colls},
                     {"p2p", p2p},
                     {"gpu_timed", gpu},
-                    {"timing", timing_key(r.info.timing)},
+                    {"timing", model::timing_name(r.info.timing)},
                     {"dropped", r.info.dropped},
                     {"cupti_dropped", r.info.cupti_dropped},
                     {"skipped", r.info.skipped},

@@ -12,20 +12,6 @@ namespace ncclwatch::pipeline {
 
 namespace {
 
-const char* timing_name(model::TimingSource t) {
-  switch (t) {
-    case model::TimingSource::kCupti:
-      return "cupti";
-    case model::TimingSource::kEvents:
-      return "cuda-events";
-    case model::TimingSource::kKineto:
-      return "kineto";
-    case model::TimingSource::kHostOnly:
-      break;
-  }
-  return "host-only";
-}
-
 struct RankCounts {
   uint64_t colls = 0, p2p = 0, gpu = 0;
 };
@@ -46,7 +32,7 @@ std::string rank_row(const model::RankTrace& r) {
   return fmt::format("{:>5}  {:<16} {:>4} {:>8} {:>9} {:>9} {:>7}  {:<11} {:>9} {:>8}  {}\n",
                      r.info.rank < 0 ? std::string("?") : std::to_string(r.info.rank),
                      r.info.host.substr(0, 16), r.info.device, r.info.pid, r.calls.size(), c.colls,
-                     c.p2p, timing_name(r.info.timing), c.gpu,
+                     c.p2p, model::timing_name(r.info.timing), c.gpu,
                      r.info.dropped + r.info.cupti_dropped, state);
 }
 

@@ -36,10 +36,10 @@ void ActivityConverter::convert(const CUpti_Activity* a) noexcept {
       kernel(*reinterpret_cast<const CUpti_ActivityKernel10*>(a));
       break;
     case CUPTI_ACTIVITY_KIND_MEMCPY:
-      memcpy_record(*reinterpret_cast<const CUpti_ActivityMemcpy6*>(a));
+      copy_record(*reinterpret_cast<const CUpti_ActivityMemcpy6*>(a), ActivityKind::kMemcpy);
       break;
     case CUPTI_ACTIVITY_KIND_MEMSET:
-      memset_record(*reinterpret_cast<const CUpti_ActivityMemset4*>(a));
+      copy_record(*reinterpret_cast<const CUpti_ActivityMemset4*>(a), ActivityKind::kMemset);
       break;
     case CUPTI_ACTIVITY_KIND_DRIVER:
       api(*reinterpret_cast<const CUpti_ActivityAPI*>(a), true);
@@ -94,7 +94,9 @@ void ActivityConverter::kernel(const CUpti_ActivityKernel10& k) noexcept {
   put(r);
 }
 
-void ActivityConverter::memcpy_record(const CUpti_ActivityMemcpy6& m) noexcept {
+// Memcpy and memset records share every field the format keeps; only the activity kind differs.
+template <typename Copy>
+void ActivityConverter::copy_record(const Copy& m, ActivityKind kind) noexcept {
   int64_t s = 0, e = 0;
   if (!gpu_time(m.start, m.end, s, e)) return;
   if (!filter_.keep(false, s)) {
@@ -105,31 +107,7 @@ void ActivityConverter::memcpy_record(const CUpti_ActivityMemcpy6& m) noexcept {
   auto& o = r.kernel;
   o.prefix.kind = RecordKind::kKernel;
   o.prefix.flags = m.graphId != 0 ? format::kKernelFromGraph : 0;
-  o.prefix.u8a = static_cast<uint8_t>(ActivityKind::kMemcpy);
-  o.prefix.u8b = static_cast<uint8_t>(m.deviceId);
-  o.prefix.tid = m.streamId;
-  o.start_ns = s;
-  o.end_ns = e;
-  o.correlation = m.correlationId;
-  o.graph_node_id = m.graphNodeId;
-  o.graph_id = m.graphId;
-  o.context_id = m.contextId;
-  o.bytes = m.bytes;
-  put(r);
-}
-
-void ActivityConverter::memset_record(const CUpti_ActivityMemset4& m) noexcept {
-  int64_t s = 0, e = 0;
-  if (!gpu_time(m.start, m.end, s, e)) return;
-  if (!filter_.keep(false, s)) {
-    ++stats_.filtered;
-    return;
-  }
-  Record r{};
-  auto& o = r.kernel;
-  o.prefix.kind = RecordKind::kKernel;
-  o.prefix.flags = m.graphId != 0 ? format::kKernelFromGraph : 0;
-  o.prefix.u8a = static_cast<uint8_t>(ActivityKind::kMemset);
+  o.prefix.u8a = static_cast<uint8_t>(kind);
   o.prefix.u8b = static_cast<uint8_t>(m.deviceId);
   o.prefix.tid = m.streamId;
   o.start_ns = s;

@@ -37,8 +37,8 @@ class ActivityConverter {
 
  private:
   void kernel(const CUpti_ActivityKernel10& k) noexcept;
-  void memcpy_record(const CUpti_ActivityMemcpy6& m) noexcept;
-  void memset_record(const CUpti_ActivityMemset4& m) noexcept;
+  template <typename Copy>  // CUpti_ActivityMemcpy6 or CUpti_ActivityMemset4
+  void copy_record(const Copy& m, format::ActivityKind kind) noexcept;
   void api(const CUpti_ActivityAPI& a, bool driver) noexcept;
   void marker(const CUpti_ActivityMarker2& m) noexcept;
   bool gpu_time(uint64_t start, uint64_t end, int64_t& s, int64_t& e) noexcept;
