@@ -129,7 +129,8 @@ void add_to_report(const std::vector<std::string>& logs, const model::JobTrace& 
   for (const CommContext& c : comms) {
     if (c.group == nullptr) continue;
     nlohmann::json cj = comm_json(set, c);
-    body += "  comm " + c.name + ": " + std::to_string(c.nranks) + " ranks";
+    // A log without comm lines does not say how many ranks the comm has.
+    body += "  comm " + c.name + ": " + (c.nranks > 0 ? std::to_string(c.nranks) : "?") + " ranks";
     if (c.nnodes > 0) body += ", " + std::to_string(c.nnodes) + " node(s)";
     body += ", " + std::to_string(cj["hosts"].size()) + " host(s)";
     if (cj["coll_channels"].get<int>() >= 0)
