@@ -200,7 +200,7 @@ bool steps_from_period(const model::RankTrace& rank, int64_t trace_begin, StepPl
     if (!is_traffic(c)) continue;
     idx.push_back(i);
     uint64_t h = c.comm_id * 0x9E3779B97F4A7C15ull;
-    h ^= (c.bytes + 0x632BE59BD9B4E019ull) + (h << 6) + (h >> 2);
+    h ^= (c.bytes() + 0x632BE59BD9B4E019ull) + (h << 6) + (h >> 2);
     h ^= static_cast<uint64_t>(c.func) * 0xBF58476D1CE4E5B9ull;
     tokens.push_back(h);
   }

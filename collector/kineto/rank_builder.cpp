@@ -233,7 +233,6 @@ void RankTraceBuilder::describe_calls() {
     if (f == Func::kReduceScatter || f == Func::kRecv || count < 0) count = op.out_nelems;
     if (count < 0) count = op.in_nelems;
     c.count = count > 0 ? static_cast<uint64_t>(count) : 0;
-    c.bytes = c.count * format::datatype_size(c.datatype);
 
     auto [it, fresh] = groups.try_emplace({op.pg_name, op.pg_ranks}, Group{0});
     if (fresh) {
@@ -290,7 +289,6 @@ model::RankTrace RankTraceBuilder::finish() {
     model::CallEvent& c = trace_.calls[i];
     c.enter_ns = ops_[i].enter_ns;
     c.exit_ns = ops_[i].exit_ns;
-    c.tid = static_cast<uint32_t>(ops_[i].tid);
   }
   link_kernels_to_calls();
   describe_calls();

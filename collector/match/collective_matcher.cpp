@@ -84,7 +84,7 @@ void match_collectives(const model::JobTrace& job, const CommEntry& comm,
         inst.comm_id = comm.id;
         inst.seq = base + row;
         inst.func = first->func;
-        inst.bytes = first->bytes;
+        inst.bytes = first->bytes();
         inst.first_member = static_cast<uint32_t>(out.members.size());
         inst.nmembers = static_cast<uint32_t>(nm);
         inst.expected = static_cast<uint32_t>(summary.nranks);
@@ -127,7 +127,7 @@ void match_collectives(const model::JobTrace& job, const CommEntry& comm,
         inst.comm_id = comm.id;
         inst.seq = seq;
         inst.func = reference.func;
-        inst.bytes = reference.bytes;
+        inst.bytes = reference.bytes();
         inst.first_member = static_cast<uint32_t>(out.members.size());
         inst.nmembers = static_cast<uint32_t>(nm);
         inst.expected = static_cast<uint32_t>(summary.nranks);

@@ -82,7 +82,7 @@ void match_p2p(const model::JobTrace& job, const CommEntry& comm, const MatchOpt
       inst.comm_id = comm.id;
       inst.seq = a.seq;
       inst.func = format::Func::kSend;
-      inst.bytes = send.bytes;
+      inst.bytes = send.bytes();
       inst.first_member = static_cast<uint32_t>(out.members.size());
       inst.nmembers = 2;
       inst.expected = 2;

@@ -16,30 +16,38 @@ namespace ncclwatch::model {
 
 using format::Func;
 
-// One NCCL API call (collective or point-to-point) on the host.
+// One NCCL API call (collective or point-to-point) on the host. Kept at 80 bytes: a host-only
+// trace holds one per 64-byte record, and the collector must stay within 1.5 x the trace size.
 struct CallEvent {
   int64_t enter_ns = 0;
   int64_t exit_ns = 0;
   uint64_t comm_id = 0;
   uint64_t seq = 0;  // unwrapped (the record holds the low 32 bits)
   uint64_t count = 0;
-  uint64_t bytes = 0;  // count x element size
-  uint64_t stream = 0;
-  int32_t peer = -1;  // root or peer, -1 if none
-  uint32_t tid = 0;
+  uint32_t stream = 0;  // fold_stream(cudaStream_t): only compared for equality
+  int32_t peer = -1;    // root or peer, -1 if none
   uint32_t group_id = 0;
+  int32_t kernel = -1;  // index into RankTrace::kernels of the GPU work of this call, -1 none
   Func func = Func::kUnknown;
-  uint8_t datatype = 0;
+  uint8_t datatype = 0;  // ncclDataType_t
   uint8_t redop = 0;
   int8_t result = 0;         // ncclResult_t
   uint8_t flags = 0;         // format::kCall* bits
-  int32_t kernel = -1;       // index into RankTrace::kernels of the GPU work of this call, -1 none
   int64_t gpu_start_ns = 0;  // GPU interval of this call (kernel or CUDA events), 0/0 if none
   int64_t gpu_end_ns = 0;
+  // Bytes this rank passes to NCCL (count x element size, as format::call_bytes).
+  uint64_t bytes() const { return count * format::datatype_size(datatype); }
   bool has_gpu() const {
     return gpu_end_ns > gpu_start_ns || (gpu_start_ns != 0 && gpu_end_ns == gpu_start_ns);
   }
 };
+static_assert(sizeof(CallEvent) == 80, "see the comment above CallEvent");
+
+// A cudaStream_t value folded to 32 bits. Streams of one process are distinct allocations, so
+// their folded values differ in practice; 0 stays 0 ("no stream").
+constexpr uint32_t fold_stream(uint64_t stream) {
+  return static_cast<uint32_t>(stream ^ (stream >> 32));
+}
 
 // One GPU activity (kernel, memcpy or memset).
 struct KernelEvent {

@@ -128,7 +128,7 @@ LinkStats link_calls_to_gpu(RankTrace& t) {
       if (const auto* members = calls.group(l.group_id)) {
         for (std::size_t c : *members) {
           if (preset[c] || !wants_gpu(t.calls[c])) continue;
-          if (l.stream != 0 && t.calls[c].stream != l.stream) continue;
+          if (l.stream != 0 && t.calls[c].stream != model::fold_stream(l.stream)) continue;
           attach(t, c, k);
           linked[c] = true;
         }
@@ -153,7 +153,9 @@ LinkStats link_calls_to_gpu(RankTrace& t) {
       if (c >= 0) time(static_cast<std::size_t>(c));
     } else if (const auto* members = calls.group(g.group_id)) {
       for (std::size_t c : *members) {
-        if (wants_gpu(t.calls[c]) && (g.stream == 0 || t.calls[c].stream == g.stream)) time(c);
+        if (wants_gpu(t.calls[c]) &&
+            (g.stream == 0 || t.calls[c].stream == model::fold_stream(g.stream)))
+          time(c);
       }
     }
   }
@@ -173,7 +175,8 @@ LinkStats link_calls_to_gpu(RankTrace& t) {
     std::vector<std::size_t> waiting;
     for (std::size_t c = 0; c < t.calls.size(); ++c) {
       const CallEvent& call = t.calls[c];
-      if (preset[c] || linked[c] || !wants_gpu(call) || call.stream != stream) continue;
+      if (preset[c] || linked[c] || !wants_gpu(call) || call.stream != model::fold_stream(stream))
+        continue;
       if (call.flags & (format::kCallNoKernel | format::kCallGraphCaptured)) continue;
       waiting.push_back(c);
     }

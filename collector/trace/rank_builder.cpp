@@ -91,10 +91,8 @@ void RankBuilder::add_one(const format::Record& r) {
       e.seq = seqs_.unwrap(c.comm_id, lane, lane == SeqUnwrapper::Lane::kCollective ? -1 : c.peer,
                            c.seq);
       e.count = c.count;
-      e.bytes = format::call_bytes(c);
-      e.stream = c.stream;
+      e.stream = model::fold_stream(c.stream);
       e.peer = c.peer;
-      e.tid = c.prefix.tid;
       e.group_id = c.group_id;
       e.datatype = c.datatype;
       e.redop = c.redop;

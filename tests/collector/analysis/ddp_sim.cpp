@@ -131,7 +131,7 @@ SimJob simulate(const SimParams& p) {
         c.comm_id = kComm;
         c.seq = inst.seq;
         c.count = p.bucket_bytes / 4;
-        c.bytes = p.bucket_bytes;
+        c.datatype = 7;  // float32: bytes() == bucket_bytes
         c.func = format::Func::kAllReduce;
         uint32_t corr = 0;
         if (!p.host_only) {

@@ -125,7 +125,7 @@ TEST(RealTraces, NcclDataLongestCollectiveMatchesHtasTest) {
   ASSERT_NE(longest, nullptr);
   EXPECT_EQ(longest->func, format::Func::kAllReduce);
   EXPECT_EQ(longest->count, 2049000u);
-  EXPECT_EQ(longest->bytes, 2049000u * 4);
+  EXPECT_EQ(longest->bytes(), 2049000u * 4);
   ASSERT_EQ(t->comms.size(), 1u);
   EXPECT_EQ(t->comms[0].name, "0");
   EXPECT_EQ(t->comms[0].nranks, 2);

@@ -64,7 +64,7 @@ TEST(KinetoLoader, ReadsKernelsCallsAndRangesWithKnownOverlap) {
   const model::CallEvent& c = t->calls[0];
   EXPECT_EQ(c.func, format::Func::kAllReduce);
   EXPECT_EQ(c.count, 1000u);
-  EXPECT_EQ(c.bytes, 4000u);
+  EXPECT_EQ(c.bytes(), 4000u);
   EXPECT_EQ(c.datatype, 7);  // ncclFloat32
   EXPECT_EQ(c.seq, 0u);
   EXPECT_EQ(c.enter_ns, 1000000000000040000);
@@ -172,7 +172,7 @@ TEST(KinetoLoader, JobFromDirectoryAgreesAcrossRanks) {
     for (std::size_t i = 0; i < per_rank; ++i) {
       EXPECT_EQ(t.calls[i].comm_id, job.ranks[0].calls[i].comm_id);  // same id on every rank
       EXPECT_EQ(t.calls[i].seq, i);
-      EXPECT_EQ(t.calls[i].bytes, job.ranks[0].calls[i].bytes);
+      EXPECT_EQ(t.calls[i].bytes(), job.ranks[0].calls[i].bytes());
     }
     ASSERT_EQ(t.comms.size(), 1u);
     EXPECT_EQ(t.comms[0].rank, r);

@@ -49,7 +49,6 @@ class JobBuilder {
     c.func = f;
     c.count = count;
     c.datatype = 7;  // float32
-    c.bytes = count * 4;
     c.enter_ns = enter;
     c.exit_ns = exit;
     auto& calls = job.ranks[rank].calls;

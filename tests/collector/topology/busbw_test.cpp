@@ -58,7 +58,7 @@ struct Job {
         c.exit_ns = t + 5000;
         c.comm_id = kComm;
         c.func = f;
-        c.bytes = bytes;
+        c.count = bytes;                               // int8 (datatype 0): bytes() == bytes
         c.gpu_start_ns = t + 10 + (n - 1 - r) * 1000;  // earlier arrivals wait longer
         c.gpu_end_ns = t + 10 + (n - 1) * 1000 + static_cast<int64_t>(ns);
         job.ranks[r].calls.push_back(c);

@@ -84,10 +84,9 @@ TEST(LoadRank, EveryRecordKindRoundTrips) {
   EXPECT_EQ(ar.comm_id, 0xc0u);
   EXPECT_EQ(ar.seq, 0u);
   EXPECT_EQ(ar.count, 256u);
-  EXPECT_EQ(ar.bytes, 1024u);
+  EXPECT_EQ(ar.bytes(), 1024u);
   EXPECT_EQ(ar.stream, 0xabc0u);
   EXPECT_EQ(ar.peer, -1);
-  EXPECT_EQ(ar.tid, 4242u);
   EXPECT_EQ(ar.group_id, 1u);
   EXPECT_EQ(ar.datatype, 7);
   EXPECT_EQ(ar.flags, format::kCallInGroup);
@@ -95,7 +94,7 @@ TEST(LoadRank, EveryRecordKindRoundTrips) {
   EXPECT_EQ(t.calls[1].func, Func::kSend);
   EXPECT_EQ(t.calls[1].peer, 3);
   EXPECT_EQ(t.calls[2].func, Func::kRecv);
-  EXPECT_EQ(t.calls[2].bytes, 32u);
+  EXPECT_EQ(t.calls[2].bytes(), 32u);
 
   ASSERT_EQ(t.kernels.size(), 2u);
   EXPECT_EQ(t.name_of(t.kernels[0].name), "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
