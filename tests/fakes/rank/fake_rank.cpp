@@ -20,9 +20,11 @@
 //                        (1 rank, for pass-through checks with the real libnccl)
 // Rank 0 writes the unique id to $FAKE_RDZV_DIR/<name>.uid; the others wait for it.
 #include <nccl.h>
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "common/unique_id_file.h"
 
 #include <chrono>
 #include <cstdio>
@@ -74,22 +76,15 @@ std::vector<int> parse_ints(const std::string& s) {
 
 ncclUniqueId exchange_id(const std::string& name) {
   ncclUniqueId id{};
-  const char* dir = std::getenv("FAKE_RDZV_DIR");
-  std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/" + name + ".uid";
   if (g_rank == 0) {
     CHECK(ncclGetUniqueId(&id));
-    std::string tmp = path + ".tmp";
-    std::ofstream(tmp, std::ios::binary).write(id.internal, sizeof id.internal);
-    std::rename(tmp.c_str(), path.c_str());
-    return id;
+    ncclwatch::fakes::publish_unique_id(name, id);
+  } else if (!ncclwatch::fakes::wait_for_unique_id(name, id)) {
+    std::fprintf(stderr, "fake_rank %d: no unique id at %s\n", g_rank,
+                 ncclwatch::fakes::unique_id_path(name).c_str());
+    std::exit(5);
   }
-  for (int i = 0; i < 60000; ++i) {
-    std::ifstream in(path, std::ios::binary);
-    if (in && in.read(id.internal, sizeof id.internal)) return id;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  std::fprintf(stderr, "fake_rank %d: no unique id at %s\n", g_rank, path.c_str());
-  std::exit(5);
+  return id;
 }
 
 void wait_ready(ncclComm_t comm) {

@@ -36,6 +36,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include "common/unique_id_file.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -152,22 +154,15 @@ bool parse(int argc, char** argv, Options& o) {
 
 ncclUniqueId exchange_id() {
   ncclUniqueId id{};
-  const char* dir = std::getenv("FAKE_RDZV_DIR");
-  std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/train.uid";
   if (g_rank == 0) {
     NCCL_CHECK(ncclGetUniqueId(&id));
-    std::string tmp = path + ".tmp";
-    std::ofstream(tmp, std::ios::binary).write(id.internal, sizeof id.internal);
-    std::rename(tmp.c_str(), path.c_str());
-    return id;
+    ncclwatch::fakes::publish_unique_id("train", id);
+  } else if (!ncclwatch::fakes::wait_for_unique_id("train", id)) {
+    std::fprintf(stderr, "fake_train %d: no unique id at %s\n", g_rank,
+                 ncclwatch::fakes::unique_id_path("train").c_str());
+    std::exit(4);
   }
-  for (int i = 0; i < 60000; ++i) {
-    std::ifstream in(path, std::ios::binary);
-    if (in && in.read(id.internal, sizeof id.internal)) return id;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  std::fprintf(stderr, "fake_train %d: no unique id at %s\n", g_rank, path.c_str());
-  std::exit(4);
+  return id;
 }
 
 void kernel(cudaStream_t s, const char* name, double us) {
