@@ -97,6 +97,21 @@ void enqueue(const T& rec, int64_t ready_ns) {
   st().queue.push_back(q);
 }
 
+// Memcpy and memset activity records carry the same fields; only the record type differs.
+template <typename Copy>
+Copy copy_activity(CUpti_ActivityKind kind, const NcclwatchFakeActivity& a, int64_t d) {
+  Copy m{};
+  m.kind = kind;
+  m.bytes = a.bytes;
+  m.start = gpu_ts(a.start_ns, d);
+  m.end = gpu_ts(a.end_ns, d);
+  m.deviceId = a.device;
+  m.contextId = 1;
+  m.streamId = a.stream_id;
+  m.correlationId = a.correlation;
+  return m;
+}
+
 void on_launch(uint32_t cbid, const char* function, const char* symbol, const void* params,
                uint32_t corr) {
   CUpti_CallbackFunc cb = nullptr;
@@ -137,27 +152,9 @@ void on_activity(const NcclwatchFakeActivity* a) {
     k.graphNodeId = a->graph_node_id;
     enqueue(k, a->end_ns);
   } else if (a->kind == kFakeMemcpy && s.memcpy) {
-    CUpti_ActivityMemcpy6 m{};
-    m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-    m.bytes = a->bytes;
-    m.start = gpu_ts(a->start_ns, d);
-    m.end = gpu_ts(a->end_ns, d);
-    m.deviceId = a->device;
-    m.contextId = 1;
-    m.streamId = a->stream_id;
-    m.correlationId = a->correlation;
-    enqueue(m, a->end_ns);
+    enqueue(copy_activity<CUpti_ActivityMemcpy6>(CUPTI_ACTIVITY_KIND_MEMCPY, *a, d), a->end_ns);
   } else if (a->kind == kFakeMemset && s.memset) {
-    CUpti_ActivityMemset4 m{};
-    m.kind = CUPTI_ACTIVITY_KIND_MEMSET;
-    m.bytes = a->bytes;
-    m.start = gpu_ts(a->start_ns, d);
-    m.end = gpu_ts(a->end_ns, d);
-    m.deviceId = a->device;
-    m.contextId = 1;
-    m.streamId = a->stream_id;
-    m.correlationId = a->correlation;
-    enqueue(m, a->end_ns);
+    enqueue(copy_activity<CUpti_ActivityMemset4>(CUPTI_ACTIVITY_KIND_MEMSET, *a, d), a->end_ns);
   }
 }
 
