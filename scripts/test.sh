@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: the normal build, then the whole suite under ASan+UBSan, then the ring's
-# concurrency tests (label "tsan") under TSan. `scripts/test.sh --quick` runs the normal build only.
+# concurrency tests (label "tsan") under TSan, then each libFuzzer target (Clang) for a bounded
+# time. `scripts/test.sh --quick` runs the normal build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -25,3 +26,9 @@ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNCCLWATCH_
   -DNCCLWATCH_BENCHMARKS=OFF >/dev/null
 cmake --build build-tsan -j "$jobs" --target ncclwatch_tsan_tests
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --output-on-failure -j "$jobs" -L tsan)
+
+echo "== Fuzzers (Clang, libFuzzer, ${NCCLWATCH_FUZZ_TIME:=60} s each)"
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DNCCLWATCH_FUZZ=ON -DNCCLWATCH_BENCHMARKS=OFF -DNCCLWATCH_FUZZ_TIME="$NCCLWATCH_FUZZ_TIME" >/dev/null
+cmake --build build-fuzz -j "$jobs" --target fuzz_nccl_log fuzz_nccl_xml trace_reader_fuzz
+(cd build-fuzz && ctest --output-on-failure -j "$jobs" -L fuzz)

@@ -7,20 +7,9 @@
 
 #include "pipeline/collector_parts.h"
 
-// Parts built in parallel by other components: compiled in when their library exists (CMake
-// defines NCCLWATCH_HAVE_<PART>) and their header is there.
-#if defined(NCCLWATCH_HAVE_TIMELINE) && __has_include("timeline/gpu_linker.h")
-#include "timeline/gpu_linker.h"
-#define NCCLWATCH_USE_TIMELINE 1
-#endif
-#if defined(NCCLWATCH_HAVE_ANALYSIS) && __has_include("analysis/analyze.h")
 #include "analysis/analyze.h"
-#define NCCLWATCH_USE_ANALYSIS 1
-#endif
-#if defined(NCCLWATCH_HAVE_TOPOLOGY) && __has_include("topology/topology_report.h")
+#include "timeline/gpu_linker.h"
 #include "topology/topology_report.h"
-#define NCCLWATCH_USE_TOPOLOGY 1
-#endif
 
 namespace ncclwatch::pipeline {
 
@@ -32,7 +21,6 @@ void stage(const PipelineOptions& o, const char* name) {
 
 PipelineResult run_pipeline(model::JobTrace& job, const PipelineOptions& options) {
   PipelineResult out;
-#ifdef NCCLWATCH_USE_TIMELINE
   if (options.link_gpu) {
     stage(options, "linking GPU work");
     // Ranks are independent: one worker per core takes the next rank.
@@ -53,7 +41,6 @@ PipelineResult run_pipeline(model::JobTrace& job, const PipelineOptions& options
     worker();
     for (auto& t : pool) t.join();
   }
-#endif
   stage(options, "matching");
   out.match = match::match_job(job, options.match);
   stage(options, "aligning clocks");
@@ -63,13 +50,10 @@ PipelineResult run_pipeline(model::JobTrace& job, const PipelineOptions& options
   add_collector_json(job, out.match, out.clock, report);
   add_collector_findings(job, out.match, out.clock, report);
   add_collector_sections(job, out.match, out.clock, options.max_rank_rows, report);
-#ifdef NCCLWATCH_USE_ANALYSIS
   if (options.analyses) {
     stage(options, "analysing");
     analysis::analyze(job, out.match, out.clock, report);
   }
-#endif
-#ifdef NCCLWATCH_USE_TOPOLOGY
   std::vector<std::string> logs = options.topology_logs;
   if (!options.topology_dir.empty()) {
     for (auto& l : topology::find_logs(options.topology_dir)) logs.push_back(std::move(l));
@@ -78,7 +62,6 @@ PipelineResult run_pipeline(model::JobTrace& job, const PipelineOptions& options
     stage(options, "checking topology");
     topology::add_to_report(logs, job, out.match, report);
   }
-#endif
   add_input_problems_section(job, report);
   return out;
 }

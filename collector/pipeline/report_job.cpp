@@ -11,14 +11,8 @@
 #include "report/json_renderer.h"
 #include "report/text_renderer.h"
 
-#if defined(NCCLWATCH_HAVE_TRACE) && __has_include("trace/job_loader.h")
-#include "trace/job_loader.h"
-#define NCCLWATCH_USE_TRACE 1
-#endif
-#if defined(NCCLWATCH_HAVE_KINETO) && __has_include("kineto/kineto_loader.h")
 #include "kineto/kineto_loader.h"
-#define NCCLWATCH_USE_KINETO 1
-#endif
+#include "trace/job_loader.h"
 
 namespace ncclwatch::pipeline {
 
@@ -63,23 +57,16 @@ bool load(const ReportRequest& req, model::JobTrace& job, ProgressLine& progress
     return false;
   }
   if (!req.kineto.empty()) {
-#ifdef NCCLWATCH_USE_KINETO
     std::vector<model::InputProblem> problems;
     job = kineto::load_job(req.kineto, problems);
     job.problems.insert(job.problems.end(), problems.begin(), problems.end());
     return true;
-#else
-    (void)progress;
-    std::fprintf(err, "ncclwatch: this build has no Kineto reader\n");
-    return false;
-#endif
   }
   std::error_code ec;
   if (!std::filesystem::is_directory(req.dir, ec)) {
     std::fprintf(err, "ncclwatch: %s: no such directory\n", req.dir.c_str());
     return false;
   }
-#ifdef NCCLWATCH_USE_TRACE
   trace::JobLoadOptions options;
   options.job = req.job;
   options.progress = [&progress](const trace::JobLoadProgress& p) {
@@ -88,10 +75,6 @@ bool load(const ReportRequest& req, model::JobTrace& job, ProgressLine& progress
   };
   job = trace::load_job(req.dir, options);
   return true;
-#else
-  std::fprintf(err, "ncclwatch: this build has no trace reader\n");
-  return false;
-#endif
 }
 
 }  // namespace

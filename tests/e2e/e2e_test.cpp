@@ -165,7 +165,6 @@ TEST_F(E2e, TwoHostsWithASkewedClockAreAligned) {
   EXPECT_NE(r.out.find("== Clocks"), std::string::npos);
 }
 
-#ifdef FAKE_TRAIN
 TEST_F(E2e, TwoHostsAlignedFromGpuKernelEnds) {
   // fake_train on the fake GPU (CUPTI mode): the ends of the all-reduce kernels are simultaneous,
   // so the second host's 3 ms skew is recovered from them, within 100 us (stated tolerance).
@@ -185,7 +184,6 @@ TEST_F(E2e, TwoHostsAlignedFromGpuKernelEnds) {
   EXPECT_EQ(j["ranks"][0]["timing"], "cupti");
   EXPECT_EQ(j["ranks"][0]["gpu_timed"], j["ranks"][0]["calls"]);
 }
-#endif
 
 TEST_F(E2e, TruncatedTraceFileIsOneLineAndTheRestIsReported) {
   Result r = run("", kLauncher4 + " -- " + FAKE_RANK + " --steps 5 --colls 2");

@@ -20,10 +20,7 @@
 #include "command.h"
 #include "pipeline/report_job.h"
 
-#if __has_include("trace/salvage.h")
 #include "trace/salvage.h"
-#define NCCLWATCH_USE_SALVAGE 1
-#endif
 
 namespace {
 
@@ -162,14 +159,12 @@ int run(RunArgs& args) {
   // The preload is for CMD only: nothing we start from here on should record itself.
   unsetenv("LD_PRELOAD");
 
-#ifdef NCCLWATCH_USE_SALVAGE
   // Ranks that died (or hung and were killed) left their last records in shared memory.
   ncclwatch::trace::SalvageOptions salvage;
   salvage.dir = args.dir;
   for (const auto& r : ncclwatch::trace::salvage_job(args.job, salvage)) {
     std::fprintf(stderr, "ncclwatch: %s\n", ncclwatch::trace::describe(r).c_str());
   }
-#endif
   std::fprintf(stderr, "ncclwatch: %s exited with status %d; traces in %s\n",
                args.command[0].c_str(), rc, args.dir.c_str());
   ncclwatch::pipeline::ReportRequest req;

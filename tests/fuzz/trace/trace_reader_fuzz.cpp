@@ -1,6 +1,5 @@
 // libFuzzer target: arbitrary bytes as a trace file through load_rank and the dump formatter.
 // Invariants: no crash, no sanitizer report, and every converted value passed validation.
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -12,15 +11,30 @@
 #include "trace/dump.h"
 #include "trace/rank_loader.h"
 
+namespace {
+// A private temp file, rewritten for each input: readers open trace files by path with
+// O_NOFOLLOW, so the input cannot be a /proc/self/fd/N link.
+const std::string& input_path() {
+  static const std::string path = [] {
+    static char dir[] = "/tmp/trace_reader_fuzz.XXXXXX";
+    if (::mkdtemp(dir) == nullptr) std::abort();
+    std::atexit([] {
+      ::unlink((std::string(dir) + "/input.trace").c_str());
+      ::rmdir(dir);
+    });
+    return std::string(dir) + "/input.trace";
+  }();
+  return path;
+}
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  // An in-memory file, opened by path like any trace.
-  const int fd = ::memfd_create("trace_reader_fuzz", 0);
-  if (fd < 0) return 0;
-  if (size != 0 && ::write(fd, data, size) != static_cast<ssize_t>(size)) {
-    ::close(fd);
-    return 0;
-  }
-  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const std::string& path = input_path();
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return 0;
+  const bool written = size == 0 || std::fwrite(data, 1, size, f) == size;
+  std::fclose(f);
+  if (!written) return 0;
   std::vector<ncclwatch::model::InputProblem> problems;
   const auto trace = ncclwatch::trace::load_rank(path, problems);
   for (const auto& c : trace.calls) {
@@ -34,6 +48,5 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ncclwatch::trace::dump_trace(path, {}, sink, sink);
     std::fclose(sink);
   }
-  ::close(fd);
   return 0;
 }

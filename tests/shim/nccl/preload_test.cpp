@@ -354,23 +354,16 @@ TEST_F(PreloadTest, SigkilledRankLeavesSegmentAndPartialTrace) {
   EXPECT_EQ(h.dropped, 0u);
   // Records of rank 1 in all: comm + uniqueid-less init, 3 steps x 2 allreduce, identity, clock.
   EXPECT_GE(h.write_pos, 6u + 1u);
-#ifdef NCCLWATCH_CLI
   std::string out;
-  // Salvage is checked once the CLI has a collect command (written by the collector part).
-  if (run_process({NCCLWATCH_CLI, "collect", "--help"}, {}, &out) == 0) {
-    int crc = run_process({NCCLWATCH_CLI, "collect", "--job", job_, "--dir", dir_}, {}, &out);
-    ASSERT_EQ(crc, 0) << out;
-    EXPECT_FALSE(exists(seg)) << out;
-    TraceFile salvaged = traces_by_rank()[1];
-    EXPECT_EQ(salvaged.header.state, format::kTraceStateSalvaged);
-    EXPECT_GE(salvaged.records.size(), h.write_pos);  // file + ring, nothing lost
-    auto calls = salvaged.calls(Func::kAllReduce);
-    ASSERT_EQ(calls.size(), 6u);  // nothing twice
-    for (uint32_t i = 0; i < calls.size(); ++i) EXPECT_EQ(calls[i].seq, i);
-  } else {
-    std::printf("ncclwatch has no collect command yet: salvage not checked here\n");
-  }
-#endif
+  int crc = run_process({NCCLWATCH_CLI, "collect", "--job", job_, "--dir", dir_}, {}, &out);
+  ASSERT_EQ(crc, 0) << out;
+  EXPECT_FALSE(exists(seg)) << out;
+  TraceFile salvaged = traces_by_rank()[1];
+  EXPECT_EQ(salvaged.header.state, format::kTraceStateSalvaged);
+  EXPECT_GE(salvaged.records.size(), h.write_pos);  // file + ring, nothing lost
+  auto calls = salvaged.calls(Func::kAllReduce);
+  ASSERT_EQ(calls.size(), 6u);  // nothing twice
+  for (uint32_t i = 0; i < calls.size(); ++i) EXPECT_EQ(calls[i].seq, i);
 }
 
 TEST_F(PreloadTest, FindsNcclDlopenedLocallyAfterStartup) {
