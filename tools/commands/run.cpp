@@ -59,15 +59,17 @@ std::string default_job() {
   return "run-" + std::string(stamp) + "-" + std::to_string(getpid());
 }
 
-// NCCLWATCH_LIB, else next to this executable: <prefix>/lib when installed, shim/ in a build tree.
+// NCCLWATCH_LIB, else next to this executable: <prefix>/<libdir> when installed (the relative path
+// CMake computed from GNUInstallDirs), <build>/lib in a build tree.
 std::string find_library(std::string& tried) {
   if (const char* v = std::getenv("NCCLWATCH_LIB"); v != nullptr && *v != '\0') return v;
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
   fs::path bin = exe.parent_path();
-  for (const fs::path& p : {bin / "../lib/libncclwatch.so", bin / "../lib64/libncclwatch.so",
-                            bin / "../shim/libncclwatch.so", bin / "libncclwatch.so"}) {
+  for (const fs::path& p :
+       {bin / NCCLWATCH_LIBDIR_FROM_BINDIR / "libncclwatch.so", bin / "../lib/libncclwatch.so",
+        bin / "../lib64/libncclwatch.so", bin / "libncclwatch.so"}) {
     tried += (tried.empty() ? "" : ", ") + p.lexically_normal().string();
     if (fs::exists(p, ec)) return fs::absolute(p, ec).lexically_normal().string();
   }
