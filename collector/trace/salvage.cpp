@@ -11,9 +11,9 @@
 #include <fstream>
 
 #include <fmt/format.h>
-#include <boost/interprocess/shared_memory_object.hpp>
 
 #include "trace/segment_view.h"
+#include "trace/trace_dir.h"
 #include "trace/trace_file_reader.h"
 #include "trace/trace_header_check.h"
 
@@ -45,30 +45,45 @@ struct Target {
   bool has_header = false;  // a valid header is on disk (else one is written fresh)
   format::TraceHeader header{};
   uint64_t records = 0;  // K: whole records on disk
-  ~Target() {
+  Target() = default;
+  Target(const Target&) = delete;
+  Target& operator=(const Target&) = delete;
+  ~Target() { reset(); }
+  void reset() {
     if (fd >= 0) ::close(fd);
+    fd = -1;
+    path.clear();
+    has_header = false;
+    header = {};
+    records = 0;
   }
 };
 
 enum class OpenResult { kOk, kUnwritable, kRefuse };
 
-// An existing trace file of the same process, or nothing. `why` says what is wrong otherwise.
-OpenResult check_existing(const std::string& path, const SegmentView& seg, Target& t,
-                          std::string& why) {
+bool same_process(const format::ProcessInfo& p, const SegmentView& seg) {
+  return p.pid == seg.header().process.pid && bounded_string(p.job, sizeof p.job) == seg.job() &&
+         bounded_string(p.host, sizeof p.host) == seg.host();
+}
+
+// The open file is a trace of the same process, or too short to hold a header (then it is
+// started over); anything else is refused and left as it is.
+OpenResult check_existing(const SegmentView& seg, Target& t, std::string& why) {
   TraceFileReader reader(1);
-  if (!reader.open(path)) {
+  const int copy = ::fcntl(t.fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0 || !reader.adopt(copy, t.path)) {
     struct stat st {};
-    if (!reader.foreign() && ::stat(path.c_str(), &st) == 0 &&
+    if (copy >= 0 && !reader.foreign() && ::fstat(t.fd, &st) == 0 &&
         static_cast<uint64_t>(st.st_size) < kHeaderBytes)
       return OpenResult::kOk;  // the header never made it to disk: start the file over
-    why = fmt::format("{} exists but is unusable ({}); not touched", path, reader.error());
+    why = fmt::format("{} exists but is unusable ({}); not touched", t.path,
+                      copy < 0 ? std::strerror(errno) : reader.error());
     return OpenResult::kRefuse;
   }
   const auto& p = reader.header().process;
-  if (p.pid != seg.header().process.pid || bounded_string(p.job, sizeof p.job) != seg.job() ||
-      bounded_string(p.host, sizeof p.host) != seg.host()) {
+  if (!same_process(p, seg)) {
     why = fmt::format("{} belongs to another process (job '{}', host '{}', pid {}); not touched",
-                      path, bounded_string(p.job, sizeof p.job),
+                      t.path, bounded_string(p.job, sizeof p.job),
                       bounded_string(p.host, sizeof p.host), p.pid);
     return OpenResult::kRefuse;
   }
@@ -78,25 +93,34 @@ OpenResult check_existing(const std::string& path, const SegmentView& seg, Targe
   return OpenResult::kOk;
 }
 
-OpenResult open_target(const std::string& path, const SegmentView& seg, Target& t,
-                       std::string& why) {
-  t.path = path;
-  t.fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (t.fd < 0 && errno == ENOENT) {
-    t.fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (t.fd >= 0) return OpenResult::kOk;
+// Opens (or creates) `name` in `dir` for completion: never through a symlink, never a file of
+// another user or one with other hard links.
+OpenResult open_target(const TraceDir& dir, const std::string& name, const SegmentView& seg,
+                       Target& t, std::string& why) {
+  t.reset();
+  t.path = dir.file(name);
+  switch (dir.open_existing(name, O_RDWR, t.fd, why)) {
+    case TraceDir::Opened::kMissing:
+      t.fd = dir.create(name, 0644, why);
+      return t.fd >= 0 ? OpenResult::kOk : OpenResult::kUnwritable;
+    case TraceDir::Opened::kRefused:
+      return OpenResult::kUnwritable;
+    case TraceDir::Opened::kOk:
+      break;
   }
-  if (t.fd < 0) {
-    why = fmt::format("cannot write {}: {}", path, std::strerror(errno));
-    return OpenResult::kUnwritable;
-  }
-  return check_existing(path, seg, t, why);
+  return check_existing(seg, t, why);
 }
 
-// Copies records [0, n) of `from` (an unwritable trace of the same process) into `to`.
-bool copy_records(const std::string& from, Target& to, std::string& why) {
+// Copies the records of `name` in `from` (the same process's trace, unwritable where it is)
+// into `to`. Nothing to copy when it cannot be read safely or belongs to another process.
+bool copy_records(const TraceDir& from, const std::string& name, const SegmentView& seg, Target& to,
+                  std::string& why) {
+  int fd = -1;
+  std::string ignored;
+  if (from.open_existing(name, O_RDONLY, fd, ignored) != TraceDir::Opened::kOk) return true;
   TraceFileReader reader;
-  if (!reader.open(from)) return true;  // nothing readable to keep
+  if (!reader.adopt(fd, from.file(name)) || !same_process(reader.header().process, seg))
+    return true;  // nothing readable to keep
   uint64_t at = 0;
   for (auto chunk = reader.next(); !chunk.empty(); chunk = reader.next()) {
     if (!write_all(to.fd, chunk.data(), chunk.size_bytes(),
@@ -138,8 +162,44 @@ format::TraceHeader final_header(const Target& t, const SegmentView& seg, uint64
   return h;
 }
 
-std::string default_file_name(const SegmentView& seg) {
+// The trace file's name, derived from the segment's identity exactly as the shim derives it.
+std::string trace_file_name(const SegmentView& seg) {
   return fmt::format("ncclwatch.{}.{}.trace", seg.host(), seg.header().process.pid);
+}
+
+// The segment's name must be the one the shim gives it for the identity in its header (so the
+// header's job, host and pid are plain name parts, and the file name made of them is one).
+bool identity_matches_name(const SegmentView& seg, std::string& why) {
+  const int64_t pid = seg.header().process.pid;
+  if (!is_name_part(seg.job()) || !is_name_part(seg.host()) || pid <= 0) {
+    why = fmt::format("header identity (job '{}', host '{}', pid {}) is not a valid one", seg.job(),
+                      seg.host(), pid);
+    return false;
+  }
+  const std::string expected =
+      fmt::format("{}{}.{}.{}", kSegmentPrefix, seg.job(), seg.host(), pid);
+  if (seg.name() != expected) {
+    why = fmt::format("header says job '{}', host '{}', pid {}, which is segment {}", seg.job(),
+                      seg.host(), pid, expected);
+    return false;
+  }
+  return true;
+}
+
+// The directory of the trace path the segment names, if that path is <absolute dir>/<name>;
+// the header only ever chooses a directory (which TraceDir then checks), never a file name.
+std::string named_directory(const SegmentView& seg, const std::string& name, std::string& why) {
+  const std::string path = seg.trace_path();
+  if (path.empty()) {
+    why = "segment names no trace file";
+    return "";
+  }
+  const auto slash = path.rfind('/');
+  if (path[0] != '/' || path.compare(slash + 1, std::string::npos, name) != 0) {
+    why = fmt::format("segment names trace file '{}', not <dir>/{}; not used", path, name);
+    return "";
+  }
+  return slash == 0 ? "/" : path.substr(0, slash);
 }
 
 }  // namespace
@@ -162,7 +222,8 @@ SalvageResult salvage_segment(const std::string& name, const SalvageOptions& opt
   SalvageResult res;
   res.segment = name;
   SegmentView seg;
-  if (!seg.open(name)) {
+  if (!seg.open(name, options.shm_dir)) {
+    res.status = seg.foreign() ? SalvageStatus::kSkippedForeign : SalvageStatus::kSkippedUnusable;
     res.message = seg.error();
     return res;
   }
@@ -171,6 +232,12 @@ SalvageResult salvage_segment(const std::string& name, const SalvageOptions& opt
   res.pid = sh.process.pid;
   res.rank = sh.process.rank;
   res.dropped = sh.dropped;
+  std::string why;
+  if (!identity_matches_name(seg, why)) {
+    res.status = SalvageStatus::kSkippedUnusable;
+    res.message = why;
+    return res;
+  }
   if (sh.state == format::kSegmentStateLive && process_alive(sh.process.pid) && !options.force) {
     res.status = SalvageStatus::kSkippedLive;
     res.message = fmt::format("owner pid {} is alive and recording (--force salvages anyway)",
@@ -178,40 +245,52 @@ SalvageResult salvage_segment(const std::string& name, const SalvageOptions& opt
     return res;
   }
 
-  // The trace file: the segment's own, else one in --dir (with what the unwritable one held).
-  const std::string primary = seg.trace_path();
+  // The trace file: the one in the segment's own directory, else one in --dir (with what the
+  // unwritable one held).
+  const std::string file_name = trace_file_name(seg);
+  const std::string named_dir = named_directory(seg, file_name, why);
+  TraceDir primary;
   Target target;
-  std::string why;
   OpenResult opened = OpenResult::kUnwritable;
-  if (primary.empty()) {
-    why = "segment names no trace file";
-  } else {
-    opened = open_target(primary, seg, target, why);
+  if (!named_dir.empty()) {
+    if (primary.open(named_dir)) {
+      opened = open_target(primary, file_name, seg, target, why);
+    } else {
+      why = primary.error();
+    }
   }
+  const std::string primary_path = named_dir.empty()
+                                       ? seg.trace_path()
+                                       : (std::filesystem::path(named_dir) / file_name).string();
   if (opened == OpenResult::kRefuse) {
-    res.trace_path = primary;
+    res.trace_path = primary_path;
     res.message = why;
     return res;
   }
   if (opened == OpenResult::kUnwritable) {
     if (options.dir.empty()) {
-      res.trace_path = primary;
+      res.trace_path = primary_path;
       res.message = why + "; give --dir DIR to write it elsewhere";
       return res;
     }
-    const std::string base = primary.empty() ? default_file_name(seg)
-                                             : std::filesystem::path(primary).filename().string();
-    const std::string fallback = (std::filesystem::path(options.dir) / base).string();
-    target = Target{};
+    std::error_code ec;
+    const std::string dir = std::filesystem::absolute(options.dir, ec).lexically_normal().string();
+    TraceDir fallback;
     std::string why2;
-    if (open_target(fallback, seg, target, why2) != OpenResult::kOk) {
-      res.trace_path = fallback;
+    if (!fallback.open(dir)) {
+      res.trace_path = (std::filesystem::path(dir) / file_name).string();
+      res.message = why + "; " + fallback.error();
+      return res;
+    }
+    if (open_target(fallback, file_name, seg, target, why2) != OpenResult::kOk) {
+      res.trace_path = fallback.file(file_name);
       res.message = why + "; " + why2;
       return res;
     }
-    res.warnings.push_back(why + "; wrote " + fallback + " instead");
-    if (!primary.empty() && target.records == 0 && !copy_records(primary, target, why2)) {
-      res.trace_path = fallback;
+    res.warnings.push_back(why + "; wrote " + target.path + " instead");
+    if (primary.fd() >= 0 && target.records == 0 &&
+        !copy_records(primary, file_name, seg, target, why2)) {
+      res.trace_path = target.path;
       res.message = why2;
       return res;
     }
@@ -222,7 +301,7 @@ SalvageResult salvage_segment(const std::string& name, const SalvageOptions& opt
   if (target.has_header && target.header.state == format::kTraceStateSalvaged) {
     // A previous salvage finished writing but did not remove the segment. Appending again
     // would misplace positions after its holes, so only the removal is left to do.
-    boost::interprocess::shared_memory_object::remove(name.c_str());
+    if (!seg.remove(why)) res.warnings.push_back(why);
     res.status = SalvageStatus::kAlreadySalvaged;
     return res;
   }
@@ -276,19 +355,18 @@ SalvageResult salvage_segment(const std::string& name, const SalvageOptions& opt
     return res;
   }
   // Only now that the file is complete on disk may the segment go.
-  if (!boost::interprocess::shared_memory_object::remove(name.c_str()))
-    res.warnings.push_back("could not remove the segment");
+  if (!seg.remove(why)) res.warnings.push_back("segment not removed: " + why);
   res.status = SalvageStatus::kSalvaged;
   return res;
 }
 
 std::vector<SalvageResult> salvage_job(const std::string& job, const SalvageOptions& options) {
   std::vector<SalvageResult> results;
-  for (const auto& name : list_segments(job)) {
+  for (const auto& name : list_segments(job, options.shm_dir)) {
     if (!job.empty()) {
       // "ncclwatch.a." also prefixes job "a.b"'s segments: the header decides.
       SegmentView view;
-      if (view.open(name) && view.job() != job) continue;
+      if (view.open(name, options.shm_dir) && view.job() != job) continue;
     }
     results.push_back(salvage_segment(name, options));
   }
@@ -311,6 +389,12 @@ std::string describe(const SalvageResult& r) {
       break;
     case SalvageStatus::kSkippedLive:
       line = fmt::format("{}: skipped: {}", r.segment, r.message);
+      break;
+    case SalvageStatus::kSkippedForeign:
+      line = fmt::format("{}: skipped (not yours): {}", r.segment, r.message);
+      break;
+    case SalvageStatus::kSkippedUnusable:
+      line = fmt::format("{}: skipped (not a usable segment): {}", r.segment, r.message);
       break;
     case SalvageStatus::kFailed:
       line = fmt::format("{}: failed: {}", r.segment, r.message);

@@ -11,6 +11,11 @@
 
 namespace ncclwatch::trace {
 
+// Who may be salvaged and where it is written (docs/threat-model.md): only segments owned by the
+// invoking user (root included: other users' segments are left for them), never through a
+// symlink, and only into the file ncclwatch.<host>.<pid>.trace derived from the segment's own
+// name, in the directory the segment names (or --dir) once that directory has passed
+// TraceDir's ownership checks. Nothing else read from a segment becomes a path.
 struct SalvageOptions {
   // Where to write when the segment's trace path is empty or not writable (and where the
   // file then lives). Empty: such segments fail with a line saying to give --dir.
@@ -18,13 +23,17 @@ struct SalvageOptions {
   // Salvage even if the owner process is alive (it may still be writing: only for hung or
   // orphaned processes whose pid was reused).
   bool force = false;
+  // Where the segments are (tests use a private directory).
+  std::string shm_dir = "/dev/shm";
 };
 
 enum class SalvageStatus {
   kSalvaged,         // records joined, segment removed
   kAlreadySalvaged,  // the trace file says salvaged already: segment removed, nothing appended
   kSkippedLive,      // owner alive and still recording; not touched
-  kFailed,           // not touched (message says why)
+  kSkippedForeign,   // another user's segment (or name): left for its owner, not an error
+  kSkippedUnusable,  // not a usable segment (symlink, FIFO, bad header): not touched, not an error
+  kFailed,           // our segment, but it could not be written out: not touched (message says why)
 };
 
 struct SalvageResult {

@@ -1,18 +1,23 @@
 #include "trace/segment_view.h"
 
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <system_error>
 
 #include <fmt/format.h>
-#include <boost/interprocess/exceptions.hpp>
 
 #include "trace/trace_header_check.h"
 
 namespace ncclwatch::trace {
-namespace bip = boost::interprocess;
 namespace {
 
 uint64_t load_acquire(const uint64_t* p) {
@@ -26,32 +31,129 @@ std::vector<std::string> list_segments(const std::string& job, const std::string
   std::vector<std::string> names;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(shm_dir, ec)) {
-    std::error_code type_ec;
     const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) == 0 && entry.is_regular_file(type_ec)) names.push_back(name);
+    if (name.rfind(prefix, 0) == 0) names.push_back(name);
   }
   std::sort(names.begin(), names.end());
   return names;
 }
 
-bool SegmentView::open(const std::string& name) {
+SegmentView::~SegmentView() {
+  close();
+}
+
+void SegmentView::close() {
+  if (base_ != nullptr) ::munmap(base_, size_);
+  base_ = nullptr;
+  size_ = 0;
+  if (dir_fd_ >= 0) ::close(dir_fd_);
+  dir_fd_ = -1;
+}
+
+namespace {
+
+const char* file_type(mode_t mode) {
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "not a regular file";
+}
+
+std::string user_name(uid_t uid) {
+  const struct passwd* pw = ::getpwuid(uid);
+  return pw != nullptr && pw->pw_name != nullptr ? fmt::format("{} ({})", uid, pw->pw_name)
+                                                 : std::to_string(uid);
+}
+
+}  // namespace
+
+// Everything about the file that decides whether it may be mapped: decided on the name without
+// following it first (a symlink or FIFO is never opened), then again on the opened descriptor
+// (the name may have been replaced in between).
+bool SegmentView::check_file(int dir_fd) {
+  struct stat named {};
+  if (::fstatat(dir_fd, name_.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0) {
+    error_ = fmt::format("cannot open segment: {}", std::strerror(errno));
+    return false;
+  }
+  const uid_t me = ::geteuid();
+  if (named.st_uid != me) {
+    foreign_ = true;
+    owner_ = named.st_uid;
+    error_ = fmt::format("owned by uid {}, not by you (uid {}); left for its owner",
+                         user_name(named.st_uid), me);
+    return false;
+  }
+  if (!S_ISREG(named.st_mode)) {
+    error_ = fmt::format("{}, not a segment; not opened", file_type(named.st_mode));
+    return false;
+  }
+  const int fd =
+      ::openat(dir_fd, name_.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    error_ = fmt::format("cannot open segment: {}", std::strerror(errno));
+    return false;
+  }
+  struct stat st {};
+  const bool same = ::fstat(fd, &st) == 0 && st.st_dev == named.st_dev && st.st_ino == named.st_ino;
+  if (!same || !S_ISREG(st.st_mode) || st.st_uid != me) {
+    ::close(fd);
+    error_ = "replaced while being opened; not read";
+    return false;
+  }
+  owner_ = st.st_uid;
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    // Others may have written the header (or hold it open to truncate it under our mapping).
+    ::close(fd);
+    error_ = fmt::format("writable by others (mode {:o}); not read", st.st_mode & 07777);
+    return false;
+  }
+  if (static_cast<uint64_t>(st.st_size) < sizeof(format::SegmentHeader)) {
+    ::close(fd);
+    error_ = fmt::format("segment too small for a header ({} of {} bytes)", st.st_size,
+                         sizeof(format::SegmentHeader));
+    return false;
+  }
+  size_ = static_cast<std::size_t>(st.st_size);
+  void* base = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
+  const int map_errno = errno;
+  ::close(fd);
+  if (base == MAP_FAILED) {
+    size_ = 0;
+    error_ = fmt::format("cannot map segment: {}", std::strerror(map_errno));
+    return false;
+  }
+  base_ = base;
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
+  return true;
+}
+
+bool SegmentView::open(const std::string& name, const std::string& shm_dir) {
+  close();
   name_ = name;
   error_.clear();
   warnings_.clear();
-  try {
-    shm_ = bip::shared_memory_object(bip::open_only, name.c_str(), bip::read_only);
-    bip::offset_t size = 0;
-    if (!shm_.get_size(size) || size < static_cast<bip::offset_t>(sizeof(format::SegmentHeader))) {
-      error_ = fmt::format("segment too small for a header ({} of {} bytes)", size,
-                           sizeof(format::SegmentHeader));
-      return false;
-    }
-    region_ = bip::mapped_region(shm_, bip::read_only);
-  } catch (const bip::interprocess_exception& e) {
-    error_ = fmt::format("cannot map segment: {}", e.what());
+  foreign_ = false;
+  owner_ = 0;
+  header_ = {};
+  if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..") {
+    error_ = fmt::format("'{}' is not a segment name", name);
     return false;
   }
-  std::memcpy(&header_, region_.get_address(), sizeof header_);
+  dir_fd_ = ::open(shm_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd_ < 0) {
+    error_ = fmt::format("cannot open {}: {}", shm_dir, std::strerror(errno));
+    return false;
+  }
+  if (!check_file(dir_fd_)) return false;
+  return check_header();
+}
+
+bool SegmentView::check_header() {
+  std::memcpy(&header_, base_, sizeof header_);
   const auto& h = header_;
   if (h.magic != format::kSegmentMagic) {
     error_ = fmt::format("not an ncclwatch segment (bad magic {})", hex(h.magic));
@@ -69,8 +171,7 @@ bool SegmentView::open(const std::string& name) {
                          format::kRecordSize, sizeof(format::RingSlot));
     return false;
   }
-  const uint64_t room =
-      (region_.get_size() - sizeof(format::SegmentHeader)) / sizeof(format::RingSlot);
+  const uint64_t room = (size_ - sizeof(format::SegmentHeader)) / sizeof(format::RingSlot);
   if (h.capacity == 0 || !std::has_single_bit(h.capacity) || h.capacity > room) {
     error_ = fmt::format(
         "capacity {} does not fit the segment (room for {} slots, must be a power of two)",
@@ -91,6 +192,27 @@ bool SegmentView::open(const std::string& name) {
   return true;
 }
 
+bool SegmentView::remove(std::string& why) const {
+  if (dir_fd_ < 0 || base_ == nullptr) {
+    why = "segment not open";
+    return false;
+  }
+  struct stat st {};
+  if (::fstatat(dir_fd_, name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    why = fmt::format("segment gone already: {}", std::strerror(errno));
+    return false;
+  }
+  if (st.st_dev != dev_ || st.st_ino != ino_) {
+    why = "the name now belongs to another object; left alone";
+    return false;
+  }
+  if (::unlinkat(dir_fd_, name_.c_str(), 0) != 0) {
+    why = fmt::format("cannot remove segment: {}", std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
 std::string SegmentView::job() const {
   return bounded_string(header_.process.job, sizeof header_.process.job);
 }
@@ -102,15 +224,15 @@ std::string SegmentView::trace_path() const {
 }
 
 uint64_t SegmentView::write_pos() const {
-  return load_acquire(&static_cast<const format::SegmentHeader*>(region_.get_address())->write_pos);
+  return load_acquire(&live_header()->write_pos);
 }
 
 uint64_t SegmentView::read_pos() const {
-  return load_acquire(&static_cast<const format::SegmentHeader*>(region_.get_address())->read_pos);
+  return load_acquire(&live_header()->read_pos);
 }
 
 const format::RingSlot* SegmentView::slots() const {
-  return reinterpret_cast<const format::RingSlot*>(static_cast<const char*>(region_.get_address()) +
+  return reinterpret_cast<const format::RingSlot*>(static_cast<const char*>(base_) +
                                                    sizeof(format::SegmentHeader));
 }
 

@@ -1,5 +1,7 @@
-// Read-only view of one shim shared-memory segment (Boost.Interprocess): header checks against
-// the mapped size (never trusting capacity or positions), and committed-record reads that follow
+// Read-only view of one shim shared-memory segment: ownership checks before anything is mapped
+// (docs/threat-model.md: /dev/shm is writable by every user, so a name there may be a symlink,
+// a FIFO, or a file another user planted and may truncate under us), header checks against the
+// mapped size (never trusting capacity or positions), and committed-record reads that follow
 // the ring protocol of format.h (slot.seq == pos + 1, acquire).
 #pragma once
 
@@ -7,8 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <boost/interprocess/mapped_region.hpp>
-#include <boost/interprocess/shared_memory_object.hpp>
+#include <sys/types.h>
 
 #include "ncclwatch/format.h"
 
@@ -17,19 +18,32 @@ namespace ncclwatch::trace {
 inline constexpr const char* kSegmentPrefix = "ncclwatch.";
 inline constexpr const char* kShmDirectory = "/dev/shm";  // where shm_open objects live on Linux
 
-// Names of the shim's segments in /dev/shm: "ncclwatch.<job>.<host>.<pid>" for `job`, or every
-// "ncclwatch.*" when job is empty. Sorted. (Host names may contain dots, so the job is told
-// apart by prefix here and confirmed from the header by the caller.)
+// Names in /dev/shm that look like the shim's segments: "ncclwatch.<job>.<host>.<pid>" for `job`,
+// or every "ncclwatch.*" when job is empty, of any file type (open() says what is wrong with a
+// symlink or a FIFO). Sorted. (Host names may contain dots, so the job is told apart by prefix
+// here and confirmed from the header by the caller.)
 std::vector<std::string> list_segments(const std::string& job,
                                        const std::string& shm_dir = kShmDirectory);
 
 class SegmentView {
  public:
-  // Maps `name` read-only and checks the header. false: error() says why.
-  bool open(const std::string& name);
+  SegmentView() = default;
+  ~SegmentView();
+  SegmentView(const SegmentView&) = delete;
+  SegmentView& operator=(const SegmentView&) = delete;
+
+  // Maps `name` in `shm_dir` read-only and checks it: a regular file (never through a symlink),
+  // owned by this user and writable by nobody else, then the header. false: error() says why
+  // and foreign() whether it is someone else's (left for its owner, not an error of ours).
+  bool open(const std::string& name, const std::string& shm_dir = kShmDirectory);
+
+  // Removes the segment's name if it still names the object that was mapped. false: why.
+  bool remove(std::string& why) const;
 
   const std::string& name() const { return name_; }
   const std::string& error() const { return error_; }
+  bool foreign() const { return foreign_; }
+  uid_t owner() const { return owner_; }
   // Usable, but odd (positions further apart than the ring, unknown state).
   const std::vector<std::string>& warnings() const { return warnings_; }
 
@@ -49,12 +63,23 @@ class SegmentView {
 
  private:
   const format::RingSlot* slots() const;
+  const format::SegmentHeader* live_header() const {
+    return static_cast<const format::SegmentHeader*>(base_);
+  }
+  void close();
+  bool check_file(int dir_fd);
+  bool check_header();
 
   std::string name_;
   std::string error_;
+  bool foreign_ = false;
+  uid_t owner_ = 0;
   std::vector<std::string> warnings_;
-  boost::interprocess::shared_memory_object shm_;
-  boost::interprocess::mapped_region region_;
+  int dir_fd_ = -1;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+  void* base_ = nullptr;
+  std::size_t size_ = 0;
   format::SegmentHeader header_{};
 };
 

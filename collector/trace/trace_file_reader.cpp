@@ -83,17 +83,32 @@ bool TraceFileReader::open(const std::string& path) {
   warnings_.clear();
   record_count_ = torn_bytes_ = position_ = 0;
 
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) {
-    error_ = fmt::format("cannot open: {}", std::strerror(errno));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) {
+    error_ = errno == ELOOP ? "a symbolic link (not followed: give the file it points to)"
+                            : fmt::format("cannot open: {}", std::strerror(errno));
     return false;
   }
+  return adopt(fd, path);
+}
+
+bool TraceFileReader::adopt(int fd, const std::string& path) {
+  close();
+  path_ = path;
+  header_ = {};
+  foreign_ = false;
+  error_.clear();
+  warnings_.clear();
+  record_count_ = torn_bytes_ = position_ = 0;
+  fd_ = fd;
   struct stat st {};
   if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
-    error_ = "not a regular file";
+    error_ = S_ISFIFO(st.st_mode) ? "a FIFO, not a regular file" : "not a regular file";
     close();
     return false;
   }
+  // Reads of a regular file never block; the flag only kept open() from hanging on a FIFO.
+  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
   const auto size = static_cast<uint64_t>(st.st_size);
   const ssize_t got = read_fully(fd_, &header_, sizeof header_, 0);
   if (got < 0) {

@@ -28,8 +28,11 @@ class TraceFileReader {
   TraceFileReader& operator=(const TraceFileReader&) = delete;
 
   // Opens `path` and checks its header. false: error() says why, foreign() if it is not an
-  // ncclwatch trace at all.
+  // ncclwatch trace at all. A symbolic link is not followed and anything but a regular file
+  // (a FIFO, a device) is refused without blocking: trace dirs may hold names planted by others.
   bool open(const std::string& path);
+  // The same on a descriptor the caller opened (and checked); the reader takes it over.
+  bool adopt(int fd, const std::string& path);
 
   const std::string& path() const { return path_; }
   const format::TraceHeader& header() const { return header_; }

@@ -24,6 +24,23 @@ bool write_all(int fd, const void* data, std::size_t size) {
   return true;
 }
 
+// Creates `name` in `dir` as a new file, never through a symlink (the trace dir may be
+// writable by others, who may plant one at our predictable name: docs/threat-model.md). A
+// leftover file of an earlier process with our pid is removed first, which only works for a
+// name we may remove (not another user's in a sticky dir). -1 with errno set on failure.
+int create_exclusive(const std::string& dir, const std::string& name) {
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return -1;
+  constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC;
+  int fd = ::openat(dir_fd, name.c_str(), kFlags, 0644);
+  if (fd < 0 && errno == EEXIST && ::unlinkat(dir_fd, name.c_str(), 0) == 0)
+    fd = ::openat(dir_fd, name.c_str(), kFlags, 0644);
+  const int err = errno;
+  ::close(dir_fd);
+  errno = err;
+  return fd;
+}
+
 }  // namespace
 
 bool make_directories(const std::string& path) {
@@ -46,12 +63,14 @@ TraceWriter::~TraceWriter() {
 std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path,
                                                const format::ProcessInfo& process,
                                                std::string* error) {
-  std::string dir = path.substr(0, path.rfind('/'));
+  const std::size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
   if (!dir.empty() && !make_directories(dir)) {
     *error = "cannot create directory " + dir + ": " + std::strerror(errno);
     return nullptr;
   }
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = create_exclusive(dir.empty() ? "/" : dir,
+                            slash == std::string::npos ? path : path.substr(slash + 1));
   if (fd < 0) {
     *error = "cannot create " + path + ": " + std::strerror(errno);
     return nullptr;

@@ -43,6 +43,11 @@ std::vector<uint64_t> seqs_in(const std::string& path) {
   return out;
 }
 
+// The file a segment of (host, pid) is salvaged into: always derived from its identity.
+std::string trace_name(const std::string& host, int64_t pid) {
+  return "ncclwatch." + host + "." + std::to_string(pid) + ".trace";
+}
+
 bool segment_exists(const std::string& name) {
   return std::filesystem::exists(std::string(kShmDirectory) + "/" + name);
 }
@@ -51,7 +56,7 @@ TEST(Salvage, JoinsFileAndRingWithoutDuplicatesOrGapsAndCountsHoles) {
   TempDir dir;
   const std::string job = unique_job("join");
   const int64_t pid = dead_pid();
-  const std::string path = dir.file("ncclwatch.h.trace");
+  const std::string path = dir.file(trace_name("h", pid));
   // The drain thread wrote positions [0, 5) and died while writing the 6th (torn).
   std::vector<Record> on_disk;
   for (uint32_t i = 0; i < 5; ++i) on_disk.push_back(call(i));
@@ -95,7 +100,7 @@ TEST(Salvage, CreatesTheTraceFileAndCountsOverwrittenPositions) {
   TempDir dir;
   const std::string job = unique_job("create");
   const int64_t pid = dead_pid();
-  const std::string path = dir.file("fresh.trace");
+  const std::string path = dir.file(trace_name("h", pid));
   TestSegment seg(job, "h", pid, 4, path);
   for (uint32_t pos = 0; pos < 10; ++pos) seg.put(pos, call(pos));  // 0..5 overwritten by 4..9
   seg.set_positions(6, 10);
@@ -115,7 +120,7 @@ TEST(Salvage, CreatesTheTraceFileAndCountsOverwrittenPositions) {
 TEST(Salvage, RefusesALiveOwnerUnlessForced) {
   TempDir dir;
   const std::string job = unique_job("live");
-  const std::string path = dir.file("live.trace");
+  const std::string path = dir.file(trace_name("h", ::getpid()));
   TestSegment seg(job, "h", ::getpid(), 8, path);  // this test process is alive
   seg.put(0, call(0));
   SalvageResult r = salvage_segment(seg.name(), {});
@@ -136,7 +141,7 @@ TEST(Salvage, RefusesALiveOwnerUnlessForced) {
 TEST(Salvage, ClosedSegmentOfALiveOwnerIsFair) {
   TempDir dir;
   const std::string job = unique_job("closed");
-  TestSegment seg(job, "h", ::getpid(), 8, dir.file("c.trace"));
+  TestSegment seg(job, "h", ::getpid(), 8, dir.file(trace_name("h", ::getpid())));
   seg.put(0, call(0));
   seg.header().state = format::kSegmentStateClosed;
   const SalvageResult r = salvage_segment(seg.name(), {});
@@ -184,7 +189,7 @@ TEST(Salvage, UnwritableTracePathFallsBackToDirKeepingTheFileRecords) {
   TempDir dir, ro, out;
   const std::string job = unique_job("ro");
   const int64_t pid = dead_pid();
-  const std::string path = ro.file("ncclwatch.h.1.trace");
+  const std::string path = ro.file(trace_name("h", pid));
   write_trace(path, make_header(make_process(job, "h", pid, 0, 1), format::kTraceStateOpen, 0),
               {call(0), call(1)});
   ReadOnlyFile read_only(path);
@@ -200,7 +205,7 @@ TEST(Salvage, UnwritableTracePathFallsBackToDirKeepingTheFileRecords) {
   r = salvage_segment(seg.name(), options);
   ASSERT_EQ(r.status, SalvageStatus::kSalvaged) << describe(r);
   seg.release();
-  EXPECT_EQ(r.trace_path, out.file("ncclwatch.h.1.trace"));
+  EXPECT_EQ(r.trace_path, out.file(trace_name("h", pid)));
   EXPECT_EQ(seqs_in(r.trace_path), (std::vector<uint64_t>{0, 1, 2}));
 }
 
@@ -208,7 +213,7 @@ TEST(Salvage, TracePathInAMissingDirectoryFallsBackToDir) {
   TempDir out;
   const std::string job = unique_job("gone");
   const int64_t pid = dead_pid();
-  TestSegment seg(job, "h", pid, 8, out.file("no/such/dir/ncclwatch.h.7.trace"));
+  TestSegment seg(job, "h", pid, 8, out.file("no/such/dir/" + trace_name("h", pid)));
   seg.put(0, call(0));
   seg.put(1, call(1));
   SalvageOptions options;
@@ -216,7 +221,7 @@ TEST(Salvage, TracePathInAMissingDirectoryFallsBackToDir) {
   const SalvageResult r = salvage_segment(seg.name(), options);
   ASSERT_EQ(r.status, SalvageStatus::kSalvaged) << describe(r);
   seg.release();
-  EXPECT_EQ(r.trace_path, out.file("ncclwatch.h.7.trace"));
+  EXPECT_EQ(r.trace_path, out.file(trace_name("h", pid)));
   EXPECT_NE(describe(r).find("wrote " + r.trace_path + " instead"), std::string::npos)
       << describe(r);
   EXPECT_EQ(seqs_in(r.trace_path), (std::vector<uint64_t>{0, 1}));
@@ -240,7 +245,7 @@ TEST(Salvage, RefusesAnotherProcesssFileAndForeignFiles) {
   TempDir dir;
   const std::string job = unique_job("other");
   const int64_t pid = dead_pid();
-  const std::string path = dir.file("x.trace");
+  const std::string path = dir.file(trace_name("h", pid));
   write_trace(path, make_header(make_process(job, "h", pid + 1, 0, 1), format::kTraceStateOpen, 0),
               {call(0)});
   TestSegment seg(job, "h", pid, 8, path);
@@ -260,7 +265,7 @@ TEST(Salvage, AlreadySalvagedFileOnlyRemovesTheSegment) {
   TempDir dir;
   const std::string job = unique_job("again");
   const int64_t pid = dead_pid();
-  const std::string path = dir.file("a.trace");
+  const std::string path = dir.file(trace_name("h", pid));
   write_trace(path, make_header(make_process(job, "h", pid, 0, 1), format::kTraceStateSalvaged, 2),
               {call(0), call(2)});
   TestSegment seg(job, "h", pid, 8, path);
@@ -279,7 +284,7 @@ TEST(Salvage, BadSegmentsFailWithALine) {
   TestSegment seg(job, "h", pid, 8, "/tmp/x.trace");
   seg.header().capacity = 1024;  // more than the mapping holds
   SalvageResult r = salvage_segment(seg.name(), {});
-  EXPECT_EQ(r.status, SalvageStatus::kFailed);
+  EXPECT_EQ(r.status, SalvageStatus::kSkippedUnusable);  // one line, never fatal
   EXPECT_NE(r.message.find("capacity 1024 does not fit"), std::string::npos) << r.message;
   seg.header().capacity = 6;
   r = salvage_segment(seg.name(), {});
@@ -298,7 +303,8 @@ TEST(Salvage, BadSegmentsFailWithALine) {
   EXPECT_NE(r.message.find("read position 5 beyond write position 2"), std::string::npos)
       << r.message;
   r = salvage_segment("ncclwatch." + job + ".missing", {});
-  EXPECT_NE(r.message.find("cannot map segment"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("cannot open segment"), std::string::npos) << r.message;
+  EXPECT_EQ(r.status, SalvageStatus::kSkippedUnusable);
   EXPECT_TRUE(segment_exists(seg.name()));
 }
 
@@ -306,8 +312,8 @@ TEST(Salvage, SalvageJobTakesOnlyThatJobsSegments) {
   TempDir dir;
   const std::string job = unique_job("job");
   const int64_t pid = dead_pid();
-  TestSegment a(job, "h", pid, 8, dir.file("a.trace"));
-  TestSegment b(job + ".b", "h", pid, 8, dir.file("b.trace"));  // prefix-alike job
+  TestSegment a(job, "h", pid, 8, dir.file(trace_name("h", pid)));
+  TestSegment b(job + ".b", "h", pid, 8, dir.file(trace_name("h", pid)));  // prefix-alike job
   a.put(0, call(0));
   b.put(0, call(0));
   const auto listed = list_segments(job);

@@ -266,12 +266,17 @@ std::string unique_job(const std::string& tag) {
 }
 
 TestSegment::TestSegment(const std::string& job, const std::string& host, int64_t owner_pid,
-                         uint64_t capacity, const std::string& trace_path)
+                         uint64_t capacity, const std::string& trace_path,
+                         const std::string& shm_dir)
     : name_("ncclwatch." + job + "." + host + "." + std::to_string(owner_pid)),
+      shm_dir_(shm_dir),
       capacity_(capacity) {
   // Plain POSIX shm (what Boost.Interprocess uses on Linux), so the tests also check that the
   // reader finds segments under the names the shim gives them.
-  const int fd = ::shm_open(("/" + name_).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  const int fd =
+      shm_dir_.empty()
+          ? ::shm_open(("/" + name_).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600)
+          : ::open((shm_dir_ + "/" + name_).c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) throw std::runtime_error("shm_open failed for " + name_);
   size_ = sizeof(format::SegmentHeader) + capacity * sizeof(format::RingSlot);
   if (::ftruncate(fd, static_cast<off_t>(size_)) != 0) {
@@ -296,7 +301,8 @@ TestSegment::TestSegment(const std::string& job, const std::string& host, int64_
 
 TestSegment::~TestSegment() {
   if (base_ != nullptr && base_ != MAP_FAILED) ::munmap(base_, size_);
-  if (owned_) ::shm_unlink(("/" + name_).c_str());
+  if (owned_ && shm_dir_.empty()) ::shm_unlink(("/" + name_).c_str());
+  if (owned_ && !shm_dir_.empty()) ::unlink((shm_dir_ + "/" + name_).c_str());
 }
 
 format::SegmentHeader& TestSegment::header() {

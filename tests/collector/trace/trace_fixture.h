@@ -64,12 +64,13 @@ class TempDir {
 };
 
 // A shared-memory segment laid out as the shim lays it out, with a unique name per test
-// process ("ncclwatch.<job>.<host>.<pid>" where job includes the test's pid). Removed on
+// process ("ncclwatch.<job>.<host>.<pid>" where job includes the test's pid), in /dev/shm or,
+// given `shm_dir`, as a plain file there (a private stand-in for /dev/shm). Removed on
 // destruction unless release() was called (salvage removes it).
 class TestSegment {
  public:
   TestSegment(const std::string& job, const std::string& host, int64_t owner_pid, uint64_t capacity,
-              const std::string& trace_path);
+              const std::string& trace_path, const std::string& shm_dir = "");
   ~TestSegment();
   TestSegment(const TestSegment&) = delete;
   TestSegment& operator=(const TestSegment&) = delete;
@@ -84,6 +85,7 @@ class TestSegment {
 
  private:
   std::string name_;
+  std::string shm_dir_;
   void* base_ = nullptr;
   std::size_t size_ = 0;
   uint64_t capacity_ = 0;

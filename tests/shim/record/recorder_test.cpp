@@ -230,6 +230,40 @@ TEST_F(RecorderTest, UnwritableDirTurnsRecordingOff) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+// The trace dir may be writable by others (docs/threat-model.md): a symlink planted at the
+// predictable trace path must never be followed. Root may remove it and create its own file;
+// anyone else cannot remove another user's name in a sticky dir and records nothing.
+TEST_F(RecorderTest, SymlinkAtTheTracePathIsNeverFollowed) {
+  ASSERT_EQ(mkdir(dir_.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(dir_.c_str(), 01777), 0);
+  const std::string victim = dir_ + ".victim";
+  {
+    int fd = ::open(victim.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, "keep", 4), 4);
+    ::close(fd);
+  }
+  const std::string path = dir_ + "/ncclwatch.testhost." + std::to_string(getpid()) + ".trace";
+  ASSERT_EQ(symlink(victim.c_str(), path.c_str()), 0);
+  ::testing::internal::CaptureStderr();
+  const bool on = ensure_recorder();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  struct stat st {};
+  ASSERT_EQ(stat(victim.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 4);  // the target is untouched either way
+  ASSERT_EQ(lstat(path.c_str(), &st), 0);
+  if (on) {
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << "the symlink was replaced by our own file";
+  } else {
+    EXPECT_TRUE(S_ISLNK(st.st_mode));
+    EXPECT_EQ(err.rfind("ncclwatch: cannot create", 0), 0u) << err;
+  }
+  finish_recorder();
+  ASSERT_EQ(stat(victim.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 4);
+  ::unlink(victim.c_str());
+}
+
 TEST_F(RecorderTest, ForkedChildStartsClean) {
   ASSERT_TRUE(ensure_recorder());
   std::string parent_path = current_trace_path();
