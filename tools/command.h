@@ -10,6 +10,12 @@
 
 namespace ncclwatch::tools {
 
+// Exit codes of every subcommand (README, "Exit codes"). `run` returns its command's status.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitFindings = 3;  // a finding at warning level or worse
+
 struct Command {
   // Adds the subcommand to `app`; the callback it installs sets `exit_code`.
   using Setup = std::function<void(CLI::App& app, int& exit_code)>;

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -79,19 +81,27 @@ bool load(const ReportRequest& req, model::JobTrace& job, ProgressLine& progress
 
 }  // namespace
 
-int report_job(const ReportRequest& req, std::FILE* out, std::FILE* err) {
+bool no_rank_traces(const std::string& dir) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->path().extension() == ".trace") return false;
+  }
+  return true;
+}
+
+ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err) {
   model::JobTrace job;
-  int rc = 0;
+  ReportStatus rc = ReportStatus::kClean;
   {
     ProgressLine progress(err, req.progress);
-    if (!load(req, job, progress, err)) return 2;
+    if (!load(req, job, progress, err)) return ReportStatus::kError;
     if (job.ranks.empty()) {
       for (const auto& p : job.problems)
         std::fprintf(err, "ncclwatch: %s: %s\n", p.source.c_str(), p.message.c_str());
       std::fprintf(err, "ncclwatch: no rank traces%s in %s\n",
                    req.job.empty() ? "" : (" of job " + req.job).c_str(),
                    req.dir.empty() ? "the Kineto files" : req.dir.c_str());
-      return 2;
+      return ReportStatus::kError;
     }
     PipelineOptions options;
     options.topology_dir = req.dir;
@@ -104,13 +114,21 @@ int report_job(const ReportRequest& req, std::FILE* out, std::FILE* err) {
       std::string error;
       if (!report::write_json(report, req.json_path, error)) {
         std::fprintf(err, "ncclwatch: %s\n", error.c_str());
-        rc = 1;
+        rc = ReportStatus::kError;
       }
     }
     std::string text = report::render_text(report);
     std::fflush(err);
-    std::fwrite(text.data(), 1, text.size(), out);
-    std::fflush(out);
+    const bool written = std::fwrite(text.data(), 1, text.size(), out) == text.size();
+    if (std::fflush(out) != 0 || !written || std::ferror(out) != 0) {
+      std::fprintf(err, "ncclwatch: cannot write the report: %s\n", std::strerror(errno));
+      return ReportStatus::kError;
+    }
+    if (rc == ReportStatus::kClean) {
+      for (const model::Finding& f : report.findings) {
+        if (f.severity >= model::Severity::kWarning) rc = ReportStatus::kFindings;
+      }
+    }
   }
   return rc;
 }

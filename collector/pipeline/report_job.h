@@ -18,8 +18,16 @@ struct ReportRequest {
   bool progress = true;                // progress lines on `err` once loading takes > 1 s
 };
 
-// Returns 0 when a report was printed (findings or not), 2 when there was nothing to report on
-// (one line on `err` says why), 1 when the JSON file could not be written.
-int report_job(const ReportRequest& request, std::FILE* out, std::FILE* err);
+// What report_job returns; the values are the CLI's exit codes (README, "Exit codes").
+enum class ReportStatus : int {
+  kClean = 0,     // a report was printed; no finding at warning level or worse
+  kError = 1,     // nothing to report on, or the report could not be written (one line on `err`)
+  kFindings = 3,  // a report was printed with a finding at warning level or worse
+};
+
+// No rank trace at all in `dir` (of `job`, when given): the job made no NCCL call under the shim.
+bool no_rank_traces(const std::string& dir);
+
+ReportStatus report_job(const ReportRequest& request, std::FILE* out, std::FILE* err);
 
 }  // namespace ncclwatch::pipeline

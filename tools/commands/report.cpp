@@ -26,7 +26,7 @@ ncclwatch::tools::Command report_command{
         if (req->dir.empty() && req->kineto.empty()) {
           throw CLI::RequiredError("a trace directory or --kineto FILE...");
         }
-        exit_code = ncclwatch::pipeline::report_job(*req, stdout, stderr);
+        exit_code = static_cast<int>(ncclwatch::pipeline::report_job(*req, stdout, stderr));
       });
     }};
 

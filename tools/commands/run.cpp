@@ -28,6 +28,8 @@ namespace fs = std::filesystem;
 
 struct RunArgs {
   std::string dir, mode, job, json, lib;
+  bool strict = false;
+  bool progress = true;
   std::vector<std::string> command;
 };
 
@@ -76,6 +78,18 @@ std::string find_library(std::string& tried) {
   return "";
 }
 
+// One line on how CMD ended: its exit status, or the signal that killed it, by name.
+void describe_exit(const std::string& cmd, int status, int rc) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const char* abbrev = sigabbrev_np(sig);
+    std::fprintf(stderr, "ncclwatch: %s was killed by signal %d (SIG%s, %s); exit status %d\n",
+                 cmd.c_str(), sig, abbrev != nullptr ? abbrev : "?", strsignal(sig), rc);
+  } else {
+    std::fprintf(stderr, "ncclwatch: %s exited with status %d\n", cmd.c_str(), rc);
+  }
+}
+
 int exit_status(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
@@ -98,7 +112,7 @@ int run(RunArgs& args) {
     std::fprintf(stderr,
                  "ncclwatch: run: cannot find libncclwatch.so (looked at %s); set NCCLWATCH_LIB\n",
                  tried.c_str());
-    return 2;
+    return ncclwatch::tools::kExitError;
   }
   if (args.job.empty()) {
     const char* env = std::getenv("NCCLWATCH_JOB");
@@ -110,6 +124,7 @@ int run(RunArgs& args) {
     args.dir = env != nullptr && *env != '\0' ? env : "ncclwatch-" + args.job;
   }
   std::error_code ec;
+  const bool dir_existed = fs::exists(args.dir, ec);
   fs::create_directories(args.dir, ec);
   args.dir = fs::absolute(args.dir, ec).lexically_normal().string();
 
@@ -137,7 +152,7 @@ int run(RunArgs& args) {
   pid_t child = fork();
   if (child < 0) {
     std::fprintf(stderr, "ncclwatch: run: fork: %s\n", std::strerror(errno));
-    return 2;
+    return ncclwatch::tools::kExitError;
   }
   if (child == 0) {
     sigaction(SIGINT, &old_int, nullptr);
@@ -167,13 +182,25 @@ int run(RunArgs& args) {
   for (const auto& r : ncclwatch::trace::salvage_job(args.job, salvage)) {
     std::fprintf(stderr, "ncclwatch: %s\n", ncclwatch::trace::describe(r).c_str());
   }
-  std::fprintf(stderr, "ncclwatch: %s exited with status %d; traces in %s\n",
-               args.command[0].c_str(), rc, args.dir.c_str());
+  describe_exit(args.command[0], status, rc);
+  if (ncclwatch::pipeline::no_rank_traces(args.dir)) {
+    std::fprintf(stderr,
+                 "ncclwatch: the job made no NCCL call (CPU-only, or the gloo backend?): nothing "
+                 "to report\n");
+    if (!dir_existed) fs::remove(args.dir, ec);  // only if we made it and it stayed empty
+    return rc;
+  }
+  std::fprintf(stderr, "ncclwatch: traces in %s\n", args.dir.c_str());
   ncclwatch::pipeline::ReportRequest req;
   req.dir = args.dir;
   req.job = args.job;
   req.json_path = args.json;
-  ncclwatch::pipeline::report_job(req, stdout, stderr);
+  req.progress = args.progress;
+  const auto report = ncclwatch::pipeline::report_job(req, stdout, stderr);
+  // The command's own failure comes first; --strict turns warnings of a clean run into exit 3.
+  if (rc == 0 && args.strict && report == ncclwatch::pipeline::ReportStatus::kFindings) {
+    return ncclwatch::tools::kExitFindings;
+  }
   return rc;
 }
 
@@ -188,6 +215,9 @@ ncclwatch::tools::Command run_command{
                       "GPU timing: full (CUPTI), lite (CUDA events) or host (none)");
       sub->add_option("--job", args->job, "Job id (default $NCCLWATCH_JOB or run-<time>-<pid>)");
       sub->add_option("--json", args->json, "Also write the report as JSON to FILE");
+      sub->add_flag("--strict", args->strict,
+                    "Exit 3 when CMD succeeded but the report has a warning (for CI jobs)");
+      sub->add_flag("!--no-progress", args->progress, "No progress lines on stderr");
       sub->add_option("command", args->command, "CMD ARGS... (after --)")->required();
       sub->callback([args, &exit_code] { exit_code = run(*args); });
     }};
