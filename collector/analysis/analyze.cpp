@@ -4,12 +4,17 @@
 
 #include "analysis/arrivals.h"
 #include "analysis/bucket_table.h"
+#include "analysis/cross_node_comm.h"
 #include "analysis/overlap.h"
 #include "analysis/overlap_report.h"
+#include "analysis/pattern_report.h"
 #include "analysis/rank_activity.h"
+#include "analysis/step_breakdown.h"
+#include "analysis/step_breakdown_report.h"
 #include "analysis/step_plan.h"
 #include "analysis/straggler_report.h"
 #include "analysis/straggler_verdict.h"
+#include "analysis/utilization_pattern.h"
 
 namespace ncclwatch::analysis {
 
@@ -32,8 +37,23 @@ void analyze(const model::JobTrace& job, const model::MatchResult& match,
   const std::vector<BucketRow> buckets = BucketTable::of(job, overlaps, activities);
   const StragglerResult stragglers = StragglerResult::of(job, match, clocks, arrivals, overlaps);
 
+  std::vector<RankBreakdown> breakdowns;
+  breakdowns.reserve(job.ranks.size());
+  std::vector<const StepPlan*> plans;
+  plans.reserve(job.ranks.size());
+  for (std::size_t i = 0; i < job.ranks.size(); ++i) {
+    breakdowns.push_back(
+        StepBreakdownAnalysis::of_rank(job.ranks[i], i, activities[i], overlaps[i].plan, waits[i]));
+    plans.push_back(&overlaps[i].plan);
+  }
+  const PatternVerdict verdict = PatternVerdict::judge(job, breakdowns, stragglers);
+  const std::vector<CrossNodeComm> cross_node = CrossNodeComm::find(job, activities, plans);
+
+  // Finding order: stragglers, the pattern verdict, overlap (the terminal sorts by severity).
   StragglerReport::write(stragglers, report);
+  PatternReport::write(verdict, cross_node, report);
   OverlapReport::write(overlaps, buckets, stragglers, report);
+  StepBreakdownReport::write(breakdowns, report);
 }
 
 }  // namespace ncclwatch::analysis

@@ -47,9 +47,10 @@ TEST(AnalysisReport, NotTheBottleneckHeadline) {
 
 TEST(AnalysisReport, SectionsAndJsonFields) {
   const model::Report r = run(testing::sim_params(4, 2));
-  ASSERT_EQ(r.sections.size(), 2u);
+  ASSERT_EQ(r.sections.size(), 3u);
   EXPECT_EQ(r.sections[0].title, "Stragglers");
   EXPECT_EQ(r.sections[1].title, "Overlap");
+  EXPECT_EQ(r.sections[2].title, "Step breakdown");
   EXPECT_NE(r.sections[1].body.find("first step is left out as warm-up"), std::string::npos);
   EXPECT_NE(r.sections[1].body.find("all-reduce buckets repeating each step"), std::string::npos);
   for (const char* k :

@@ -1,0 +1,103 @@
+#include "analysis/cross_node_comm.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "analysis/units.h"
+
+namespace ncclwatch::analysis {
+namespace {
+
+struct CommMembers {
+  std::set<std::string> hosts;
+  int32_t nranks = 0;
+  std::vector<std::size_t> rank_indices;
+};
+
+template <typename T>
+T median_of(std::vector<T> v) {
+  if (v.empty()) return T{};
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+}  // namespace
+
+std::vector<CrossNodeComm> CrossNodeComm::find(const model::JobTrace& job,
+                                               const std::vector<RankActivity>& activities,
+                                               const std::vector<const StepPlan*>& plans) {
+  std::map<uint64_t, CommMembers> comms;
+  for (std::size_t i = 0; i < job.ranks.size(); ++i) {
+    for (const model::CommInfo& c : job.ranks[i].comms) {
+      CommMembers& m = comms[c.id];
+      m.hosts.insert(job.ranks[i].info.host);
+      m.nranks = std::max(m.nranks, c.nranks);
+      if (m.rank_indices.empty() || m.rank_indices.back() != i) m.rank_indices.push_back(i);
+    }
+  }
+  std::vector<CrossNodeComm> out;
+  for (const auto& [id, m] : comms) {
+    if (m.hosts.size() < 2) continue;
+    CrossNodeComm x;
+    x.comm_id = id;
+    x.nranks = m.nranks;
+    x.hosts = m.hosts.size();
+    std::vector<double> per_step;
+    std::vector<uint64_t> bytes;
+    std::map<format::Func, std::size_t> funcs;
+    int64_t gpu_ns = 0, overlapped_ns = 0;
+    std::size_t pairs = 0, interleaved = 0;
+    for (std::size_t i : m.rank_indices) {
+      if (i >= activities.size() || i >= plans.size() || plans[i] == nullptr) continue;
+      const RankActivity& a = activities[i];
+      const StepPlan& plan = *plans[i];
+      if (!a.has_compute || plan.steady_steps() == 0) continue;
+      const model::RankTrace& rank = job.ranks[i];
+      std::size_t count = 0;
+      int32_t prev_step = -1;
+      int64_t prev_end = 0;
+      for (std::size_t c = 0; c < rank.calls.size(); ++c) {
+        const model::CallEvent& call = rank.calls[c];
+        if (call.comm_id != id || !format::is_collective(call.func) || !call.has_gpu()) continue;
+        const int32_t step = c < plan.step_of_call.size() ? plan.step_of_call[c] : -1;
+        if (step < static_cast<int32_t>(plan.warmup)) continue;
+        ++count;
+        if (bytes.size() < 100'000) bytes.push_back(call.bytes());
+        ++funcs[call.func];
+        gpu_ns += call.gpu_end_ns - call.gpu_start_ns;
+        overlapped_ns += a.compute.length_within(call.gpu_start_ns, call.gpu_end_ns);
+        if (step == prev_step) {
+          ++pairs;
+          interleaved += a.compute.length_within(prev_end, call.gpu_start_ns) > 0;
+        }
+        prev_step = step;
+        prev_end = call.gpu_end_ns;
+      }
+      ++x.gpu_ranks;
+      per_step.push_back(static_cast<double>(count) / static_cast<double>(plan.steady_steps()));
+    }
+    if (x.gpu_ranks == 0) continue;
+    x.per_step = median_of(per_step);
+    x.median_bytes = median_of(bytes);
+    x.overlap_pct =
+        gpu_ns > 0 ? 100.0 * static_cast<double>(overlapped_ns) / static_cast<double>(gpu_ns) : 0;
+    x.interleaved_pct =
+        pairs > 0 ? 100.0 * static_cast<double>(interleaved) / static_cast<double>(pairs) : 0;
+    format::Func top = format::Func::kUnknown;
+    std::size_t top_n = 0, total = 0;
+    for (const auto& [f, n] : funcs) {
+      total += n;
+      if (n > top_n) top = f, top_n = n;
+    }
+    x.what = top_n * 10 >= total * 9 ? func_name(top) + "s" : "collectives";
+    x.tensor_parallel_like = x.per_step >= kTpMinPerStep && x.median_bytes <= kTpMaxBytes &&
+                             x.overlap_pct < 100 * kTpMaxOverlap &&
+                             x.interleaved_pct >= 100 * kTpMinInterleaved;
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+}  // namespace ncclwatch::analysis

@@ -1,0 +1,161 @@
+#include "analysis/step_breakdown_report.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "analysis/units.h"
+
+namespace ncclwatch::analysis {
+namespace {
+
+constexpr std::size_t kMaxRankRows = 32;
+
+double us(int64_t ns) {
+  return static_cast<double>(ns) / 1000.0;
+}
+double pct(int64_t part, int64_t whole) {
+  return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+std::string per(int64_t ns, std::size_t n) {
+  return human_time(static_cast<double>(ns) / static_cast<double>(std::max<std::size_t>(1, n)));
+}
+
+nlohmann::json times_json(const StepTimes& t, BreakdownBasis basis, std::size_t n) {
+  const double d = static_cast<double>(std::max<std::size_t>(1, n));
+  auto mean = [d](int64_t ns) { return us(ns) / d; };
+  nlohmann::json j = {{"step_us", mean(t.step_ns)}};
+  if (basis == BreakdownBasis::kGpu) {
+    j["compute_us"] = mean(t.compute_ns);
+    j["comm_overlapped_us"] = mean(t.comm_overlapped_ns);
+    j["exposed_wait_us"] = mean(t.exposed_wait_ns);
+    j["exposed_transfer_us"] = mean(t.exposed_transfer_ns);
+    j["memcpy_us"] = mean(t.memcpy_ns);
+    j["idle_before_comm_us"] = mean(t.idle_before_comm_ns);
+    j["idle_step_boundary_us"] = mean(t.idle_step_boundary_ns);
+    j["idle_other_us"] = mean(t.idle_other_ns);
+    j["smi_util_pct"] = pct(t.compute_ns + t.exposed_ns(), t.step_ns);
+    j["useful_compute_pct"] = pct(t.compute_ns, t.step_ns);
+    j["compute_kernels"] = static_cast<double>(t.kernels) / d;
+  } else {
+    j["host_in_nccl_us"] = mean(t.host_in_nccl_ns);
+    j["host_between_us"] = mean(t.host_between_ns);
+  }
+  return j;
+}
+
+}  // namespace
+
+double JobBreakdown::smi_pct() const {
+  return pct(gpu.smi_busy_ns(), gpu.step_ns);
+}
+double JobBreakdown::useful_pct() const {
+  return pct(gpu.compute_ns, gpu.step_ns);
+}
+double JobBreakdown::gpu_share(int64_t ns) const {
+  return pct(ns, gpu.step_ns);
+}
+
+JobBreakdown JobBreakdown::of(const std::vector<RankBreakdown>& ranks) {
+  JobBreakdown j;
+  for (const RankBreakdown& r : ranks) {
+    if (r.basis == BreakdownBasis::kGpu) {
+      ++j.gpu_ranks;
+      j.gpu += r.steady;
+      j.gpu_rank_steps += r.steady_steps;
+    } else {
+      ++j.host_ranks;
+      j.host += r.steady;
+      j.host_rank_steps += r.steady_steps;
+    }
+  }
+  return j;
+}
+
+void StepBreakdownReport::write(const std::vector<RankBreakdown>& ranks, model::Report& report) {
+  const JobBreakdown job = JobBreakdown::of(ranks);
+  std::string body;
+  if (job.gpu_ranks > 0) {
+    body += fmt::format(
+        "GPU-timed ranks ({}): nvidia-smi would show {:.1f}% utilization (any kernel running); "
+        "useful compute {:.1f}% of the step; exposed communication {:.1f}% (waiting for peers "
+        "{:.1f}%), memcpy/memset {:.1f}%, idle {:.1f}% (before collectives {:.1f}%, at the step "
+        "boundary {:.1f}%, other {:.1f}%). Well-tuned jobs keep 80-90% useful.\n",
+        job.gpu_ranks, job.smi_pct(), job.useful_pct(), job.gpu_share(job.gpu.exposed_ns()),
+        job.gpu_share(job.gpu.exposed_wait_ns), job.gpu_share(job.gpu.memcpy_ns),
+        job.gpu_share(job.gpu.idle_ns()), job.gpu_share(job.gpu.idle_before_comm_ns),
+        job.gpu_share(job.gpu.idle_step_boundary_ns), job.gpu_share(job.gpu.idle_other_ns));
+  }
+  if (job.host_ranks > 0) {
+    body += fmt::format(
+        "host-side split ({} ranks without compute kernels): {:.1f}% of the step inside NCCL "
+        "calls, {:.1f}% between them (host time, not GPU time).\n",
+        job.host_ranks, pct(job.host.host_in_nccl_ns, job.host.step_ns),
+        pct(job.host.host_between_ns, job.host.step_ns));
+  }
+  body +=
+      "Per steady step (mean); compute + wait + xfer + memcpy + idle parts = step; 'hidden' is "
+      "comm running under compute; idle: pre-comm = gaps ending at a collective, boundary = idle "
+      "at the step's edges plus its longest other gap (data loading, syncs, checkpoints).\n\n";
+  body += fmt::format(
+      "{:>6} {:<12} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6} {:>6}\n",
+      "rank", "host", "on", "step", "compute", "hidden", "wait", "xfer", "memcpy", "pre-comm",
+      "boundary", "other", "smi", "useful");
+  for (std::size_t i = 0; i < ranks.size() && i < kMaxRankRows; ++i) {
+    const RankBreakdown& r = ranks[i];
+    const StepTimes& t = r.steady;
+    const std::size_t n = r.steady_steps;
+    if (r.basis == BreakdownBasis::kHost) {
+      body += fmt::format("{:>6} {:<12} {:>4} {:>9}  host-side: in NCCL {} ({:.1f}%), between {}\n",
+                          r.rank, r.host.substr(0, 12), "host", per(t.step_ns, n),
+                          per(t.host_in_nccl_ns, n), pct(t.host_in_nccl_ns, t.step_ns),
+                          per(t.host_between_ns, n));
+      continue;
+    }
+    body += fmt::format(
+        "{:>6} {:<12} {:>4} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>5.1f}% "
+        "{:>5.1f}%\n",
+        r.rank, r.host.substr(0, 12), "gpu", per(t.step_ns, n), per(t.compute_ns, n),
+        per(t.comm_overlapped_ns, n), per(t.exposed_wait_ns, n), per(t.exposed_transfer_ns, n),
+        per(t.memcpy_ns, n), per(t.idle_before_comm_ns, n), per(t.idle_step_boundary_ns, n),
+        per(t.idle_other_ns, n), r.smi_pct(), r.useful_pct());
+  }
+  if (ranks.size() > kMaxRankRows) {
+    body += fmt::format("... {} more ranks (JSON breakdown[])\n", ranks.size() - kMaxRankRows);
+  }
+  report.sections.push_back({"Step breakdown", body});
+
+  nlohmann::json list = nlohmann::json::array();
+  for (const RankBreakdown& r : ranks) {
+    nlohmann::json row = times_json(r.steady, r.basis, r.steady_steps);
+    row["rank"] = r.rank;
+    row["host"] = r.host;
+    row["basis"] = to_string(r.basis);
+    row["steps"] = r.steady_steps;
+    row["steps_found"] = r.steps_found;
+    nlohmann::json steps = nlohmann::json::array();
+    for (const StepBreakdown& s : r.steps) {
+      nlohmann::json st = times_json(s.times, r.basis, 1);
+      st["step"] = s.index + 1;
+      st["warmup"] = s.warmup;
+      steps.push_back(std::move(st));
+    }
+    row["per_step"] = std::move(steps);
+    list.push_back(std::move(row));
+  }
+  report.json["breakdown"] = std::move(list);
+  nlohmann::json summary = {{"gpu_ranks", job.gpu_ranks}, {"host_ranks", job.host_ranks}};
+  if (job.gpu_ranks > 0) {
+    summary["smi_util_pct"] = job.smi_pct();
+    summary["useful_compute_pct"] = job.useful_pct();
+    summary["exposed_comm_pct"] = job.gpu_share(job.gpu.exposed_ns());
+    summary["idle_pct"] = job.gpu_share(job.gpu.idle_ns());
+    summary["idle_step_boundary_pct"] = job.gpu_share(job.gpu.idle_step_boundary_ns);
+  }
+  if (job.host_ranks > 0) {
+    summary["host_in_nccl_pct"] = pct(job.host.host_in_nccl_ns, job.host.step_ns);
+  }
+  report.json["breakdown_analysis"] = std::move(summary);
+}
+
+}  // namespace ncclwatch::analysis

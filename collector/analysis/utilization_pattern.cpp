@@ -1,0 +1,312 @@
+#include "analysis/utilization_pattern.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "analysis/units.h"
+
+namespace ncclwatch::analysis {
+namespace {
+
+constexpr std::size_t kKernelSample = 200'000;  // kernels looked at for the median duration
+
+double share(int64_t part, int64_t whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+template <typename T>
+T median_of(std::vector<T> v) {
+  if (v.empty()) return T{};
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return *mid;
+}
+
+// Ranks judged on their GPU timeline: kernels recorded and steps found.
+std::vector<const RankBreakdown*> gpu_timed(const std::vector<RankBreakdown>& ranks) {
+  std::vector<const RankBreakdown*> out;
+  for (const RankBreakdown& r : ranks) {
+    if (r.basis == BreakdownBasis::kGpu && r.steady_steps > 0) out.push_back(&r);
+  }
+  return out;
+}
+
+// Share of ranks that drop at the step boundary in most of their steady steps.
+double sawtooth_rank_share(const std::vector<const RankBreakdown*>& ranks) {
+  std::size_t yes = 0;
+  for (const RankBreakdown* r : ranks) {
+    std::size_t drops = 0;
+    for (const StepBreakdown& s : r->steps) {
+      if (s.warmup) continue;
+      drops += share(s.times.idle_step_boundary_ns, s.times.step_ns) >= kDropShare;
+    }
+    yes += static_cast<double>(drops) >= kMostSteps * static_cast<double>(r->steady_steps);
+  }
+  return ranks.empty() ? 0.0 : static_cast<double>(yes) / static_cast<double>(ranks.size());
+}
+
+// Steps (0-based) where 75 %+ of ranks idle at the boundary 10 % of a step above their own
+// median boundary idle.
+std::vector<std::size_t> save_spikes(const std::vector<const RankBreakdown*>& ranks,
+                                     int64_t step_ns) {
+  std::map<std::size_t, std::size_t> count;  // step -> ranks spiking there
+  std::map<std::size_t, std::size_t> seen;
+  const int64_t threshold = static_cast<int64_t>(kDropShare * static_cast<double>(step_ns));
+  for (const RankBreakdown* r : ranks) {
+    std::vector<int64_t> idle;
+    for (const StepBreakdown& s : r->steps) {
+      if (!s.warmup) idle.push_back(s.times.idle_step_boundary_ns);
+    }
+    const int64_t usual = median_of(idle);
+    for (const StepBreakdown& s : r->steps) {
+      if (s.warmup) continue;
+      ++seen[s.index];
+      count[s.index] += s.times.idle_step_boundary_ns - usual >= threshold;
+    }
+  }
+  std::vector<std::size_t> out;
+  for (const auto& [step, n] : count) {
+    if (static_cast<double>(n) >= kMostRanks * static_cast<double>(seen[step]) && n > 0) {
+      out.push_back(step);
+    }
+  }
+  return out;
+}
+
+// The common spacing of `steps` if 80 %+ of the gaps share it, else 0.
+std::size_t common_spacing(const std::vector<std::size_t>& steps) {
+  if (steps.size() < 2) return 0;
+  std::map<std::size_t, std::size_t> gaps;
+  for (std::size_t i = 1; i < steps.size(); ++i) ++gaps[steps[i] - steps[i - 1]];
+  const auto best = std::max_element(
+      gaps.begin(), gaps.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  return 5 * best->second >= 4 * (steps.size() - 1) ? best->first : 0;
+}
+
+double median_kernel_us(const model::JobTrace& job, const std::vector<const RankBreakdown*>& rs) {
+  std::vector<int64_t> d;
+  for (const RankBreakdown* r : rs) {
+    const model::RankTrace& rank = job.ranks[r->rank_index];
+    for (const model::KernelEvent& k : rank.kernels) {
+      if (d.size() >= kKernelSample) break;
+      if (k.kind == format::ActivityKind::kKernel && !k.nccl && k.end_ns >= k.start_ns) {
+        d.push_back(k.end_ns - k.start_ns);
+      }
+    }
+  }
+  return static_cast<double>(median_of(d)) / 1000.0;
+}
+
+// Mean over ranks of the standard deviation of per-step nvidia-smi utilization, points.
+double step_spread(const std::vector<const RankBreakdown*>& ranks) {
+  double sum = 0;
+  for (const RankBreakdown* r : ranks) {
+    double m = 0, m2 = 0;
+    std::size_t n = 0;
+    for (const StepBreakdown& s : r->steps) {
+      if (s.warmup) continue;
+      const double u = 100.0 * share(s.times.smi_busy_ns(), s.times.step_ns);
+      ++n;
+      const double delta = u - m;
+      m += delta / static_cast<double>(n);
+      m2 += delta * (u - m);
+    }
+    sum += n > 1 ? std::sqrt(m2 / static_cast<double>(n - 1)) : 0.0;
+  }
+  return ranks.empty() ? 0.0 : sum / static_cast<double>(ranks.size());
+}
+
+std::string steps_list(const std::vector<std::size_t>& one_based) {
+  std::string s;
+  for (std::size_t i = 0; i < one_based.size() && i < 8; ++i) {
+    s += (i ? ", " : "") + std::to_string(one_based[i]);
+  }
+  if (one_based.size() > 8) s += ", ...";
+  return s;
+}
+
+std::size_t host_count(const model::JobTrace& job) {
+  std::vector<std::string> hosts;
+  for (const model::RankTrace& r : job.ranks) hosts.push_back(r.info.host);
+  std::sort(hosts.begin(), hosts.end());
+  return static_cast<std::size_t>(std::unique(hosts.begin(), hosts.end()) - hosts.begin());
+}
+
+}  // namespace
+
+PatternVerdict PatternVerdict::judge(const model::JobTrace& job,
+                                     const std::vector<RankBreakdown>& ranks,
+                                     const StragglerResult& stragglers) {
+  PatternVerdict v;
+  const std::vector<const RankBreakdown*> gpu = gpu_timed(ranks);
+  v.gpu_ranks = gpu.size();
+  StepTimes total;
+  std::size_t rank_steps = 0;
+  for (const RankBreakdown* r : gpu) {
+    total += r->steady;
+    rank_steps += r->steady_steps;
+  }
+  v.smi_pct = 100.0 * share(total.smi_busy_ns(), total.step_ns);
+  v.useful_pct = 100.0 * share(total.compute_ns, total.step_ns);
+  v.boundary_idle_pct = 100.0 * share(total.idle_step_boundary_ns, total.step_ns);
+  v.comm_drop_pct = 100.0 * share(total.exposed_ns() + total.idle_before_comm_ns, total.step_ns);
+  const int64_t step_ns = rank_steps ? total.step_ns / static_cast<int64_t>(rank_steps) : 0;
+  const bool multi_node = host_count(job) >= 2;
+
+  const std::string grade =
+      gpu.empty()
+          ? std::string()
+          : fmt::format(
+                " Utilization: nvidia-smi would show {:.0f}%, useful compute {:.0f}% ({} the "
+                "80-90% well-tuned jobs sustain{}).",
+                v.smi_pct, v.useful_pct,
+                v.useful_pct >= kWellTunedPct ? "within"
+                                              : (v.useful_pct >= 50 ? "below" : "far below"),
+                multi_node ? "; multi-node jobs with heavy cross-node traffic run somewhat lower"
+                           : "");
+
+  // 1. One GPU or node lagging the rest (the straggler analysis decides who).
+  if (!stragglers.stragglers.empty()) {
+    const Straggler& s = stragglers.stragglers.front();
+    v.row = "lagging";
+    v.severity = model::Severity::kWarning;
+    std::string who;
+    if (!stragglers.nodes.empty()) {
+      const NodeProblem& n = stragglers.nodes.front();
+      who = fmt::format("node {} ({} ranks) is last at {:.0f}% of {}, {} late", n.host,
+                        n.ranks.size(), n.arrived_last_pct, stragglers.what,
+                        human_time(n.mean_lateness_ns));
+    } else {
+      who = fmt::format("rank {} ({}) is last at {:.0f}% of {}, {} late when last", s.rank, s.host,
+                        s.arrived_last_pct, stragglers.what, human_time(s.lateness_when_last_ns));
+    }
+    const std::string spin =
+        gpu.empty() ? std::string()
+                    : fmt::format(
+                          "; the others spin in NCCL waiting {:.0f}% of the step (busy to "
+                          "nvidia-smi)",
+                          100.0 * share(total.exposed_wait_ns, total.step_ns));
+    v.text = fmt::format(
+        "one {} lagging the rest — {} (cause: {}){} — straggler (thermal, PCIe, NCCL): run DCGM "
+        "diagnostics and nccl-tests on that node.{}",
+        stragglers.nodes.empty() ? "GPU" : "node", who, s.cause, spin, grade);
+    return v;
+  }
+  if (gpu.empty()) {
+    v.row = "not-judged";
+    v.text =
+        "utilization pattern not judged: no compute-kernel timing (host-only or lite-mode "
+        "records); see the host-side split in 'Step breakdown'";
+    return v;
+  }
+
+  // 2. Sawtooth aligned with save intervals: a few steps, evenly spaced, stall on every rank.
+  const std::vector<std::size_t> spikes = save_spikes(gpu, step_ns);
+  const std::size_t spacing = common_spacing(spikes);
+  const std::size_t steady = rank_steps / gpu.size();
+  if (spikes.size() >= kMinSaveSpikes && spacing > 1 && 2 * spikes.size() <= steady) {
+    v.row = "checkpoint";
+    v.severity = model::Severity::kWarning;
+    v.period_steps = spacing;
+    int64_t spike_idle = 0, other_idle = 0;
+    std::size_t ns = 0, no = 0;
+    for (const RankBreakdown* r : gpu) {
+      for (const StepBreakdown& s : r->steps) {
+        if (s.warmup) continue;
+        if (std::binary_search(spikes.begin(), spikes.end(), s.index)) {
+          spike_idle += s.times.idle_step_boundary_ns, ++ns;
+        } else {
+          other_idle += s.times.idle_step_boundary_ns, ++no;
+        }
+      }
+    }
+    for (std::size_t s : spikes) v.spike_steps.push_back(s + 1);
+    v.text = fmt::format(
+        "sawtooth aligned with save intervals: steps {} (every {} steps) stall {} at the step "
+        "boundary on every rank (other steps {}) — synchronous checkpoint writes: compare "
+        "checkpoint write time with step time; save asynchronously or less often.{}",
+        steps_list(v.spike_steps), spacing,
+        human_time(static_cast<double>(spike_idle) /
+                   static_cast<double>(std::max<std::size_t>(1, ns))),
+        human_time(static_cast<double>(other_idle) /
+                   static_cast<double>(std::max<std::size_t>(1, no))),
+        grade);
+    return v;
+  }
+
+  // 3. Sawtooth every step: the host feeds the GPU too slowly.
+  const double saw = sawtooth_rank_share(gpu);
+  if (saw >= kMostRanks) {
+    v.row = "dataloader";
+    v.severity = model::Severity::kWarning;
+    v.text = fmt::format(
+        "sawtooth: GPU idle {:.0f}% of each step at the step boundary on {} — the input "
+        "pipeline is not keeping up (or a host sync each step); check DataLoader num_workers, "
+        "pin_memory and storage throughput (iostat).{}",
+        v.boundary_idle_pct, saw >= 1.0 ? "every rank" : fmt::format("{:.0f}% of ranks", 100 * saw),
+        grade);
+    return v;
+  }
+
+  // 4. Useful work drops with every collective.
+  if (v.comm_drop_pct >= 100 * kCollectiveShare) {
+    v.row = "collective-drops";
+    v.severity = model::Severity::kWarning;
+    v.text = fmt::format(
+        "drops correlated with collectives: {:.0f}% of the step is exposed communication ({:.0f}% "
+        "transfer, {:.0f}% waiting for peers) or idle before a collective ({:.0f}%) — network "
+        "fabric contention or communication not hidden behind compute; check NCCL debug logs "
+        "(NCCL_DEBUG=INFO), switch counters, bucket order/size.{}",
+        v.comm_drop_pct, 100 * share(total.exposed_transfer_ns, total.step_ns),
+        100 * share(total.exposed_wait_ns, total.step_ns),
+        100 * share(total.idle_before_comm_ns, total.step_ns), grade);
+    return v;
+  }
+
+  // 5. Flat and low: idle spread between kernels, every step alike.
+  v.step_spread_pct = step_spread(gpu);
+  v.kernel_median_us = median_kernel_us(job, gpu);
+  const int64_t idle = total.idle_ns();
+  if (v.smi_pct < kWellTunedPct && total.idle_other_ns * 2 >= idle &&
+      share(total.idle_other_ns, total.step_ns) >= kDropShare &&
+      v.step_spread_pct <= kFlatSpreadPct) {
+    v.row = "flat-low";
+    v.severity = model::Severity::kWarning;
+    v.text = fmt::format(
+        "flat, steady low utilization: GPU busy {:.0f}% in every step (spread {:.1f} points), "
+        "idle spread between kernels ({:.0f}% of the step), {:.0f} compute kernels per step of "
+        "median {} — batch too small or kernels too short (launch-bound); check the batch size, "
+        "torch.compile / fusion, CUDA graphs.{}",
+        v.smi_pct, v.step_spread_pct, 100 * share(total.idle_other_ns, total.step_ns),
+        static_cast<double>(total.kernels) /
+            static_cast<double>(std::max<std::size_t>(1, rank_steps)),
+        human_time(v.kernel_median_us * 1000.0), grade);
+    return v;
+  }
+
+  if (v.useful_pct < kWellTunedPct) {
+    v.row = "none";
+    v.severity = model::Severity::kWarning;
+    v.text = fmt::format(
+        "none of the usual patterns: useful compute {:.0f}%, nvidia-smi view {:.0f}%; per step "
+        "exposed comm {:.0f}%, memcpy/memset {:.0f}%, idle {:.0f}% (at the step boundary "
+        "{:.0f}%, before collectives {:.0f}%, between kernels {:.0f}%), per-step spread {:.1f} "
+        "points — see 'Step breakdown'.{}",
+        v.useful_pct, v.smi_pct, 100 * share(total.exposed_ns(), total.step_ns),
+        100 * share(total.memcpy_ns, total.step_ns), 100 * share(idle, total.step_ns),
+        v.boundary_idle_pct, 100 * share(total.idle_before_comm_ns, total.step_ns),
+        100 * share(total.idle_other_ns, total.step_ns), v.step_spread_pct, grade);
+    return v;
+  }
+  v.row = "healthy";
+  v.text = fmt::format(
+      "no low-utilization pattern: useful compute {:.0f}% of the step, "
+      "nvidia-smi would show {:.0f}% (well-tuned jobs: 80-90%)",
+      v.useful_pct, v.smi_pct);
+  return v;
+}
+
+}  // namespace ncclwatch::analysis

@@ -1,0 +1,74 @@
+// Runs one end-to-end scenario: `ncclwatch run --dir D --json D/report.json [run args] --
+// fake_launcher --nproc 4 [launcher env] -- fake_train --steps N [workload] [train args]`, with
+// libncclwatch.so preloaded over the fake CUDA/CUPTI/NCCL, and returns the exit status, the
+// JSON report and the combined output. Paths come from the test's compile definitions.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace ncclwatch::scenarios {
+
+struct Scenario {
+  std::vector<std::string> workload;      // fake_train's timing options
+  std::vector<std::string> train_args;    // scenario options (--stall ...)
+  std::vector<std::string> run_args;      // before "--": --mode ...
+  std::vector<std::string> launcher_env;  // --env-rank R KEY=VAL pairs, flattened
+  int steps = 12;
+};
+
+struct Result {
+  int status = -1;
+  nlohmann::json report;
+  std::string log;
+  std::string dir;
+};
+
+inline Result run_scenario(const Scenario& s) {
+  static int counter = 0;
+  Result r;
+  r.dir = ::testing::TempDir() + "pattern_scenario_" + std::to_string(getpid()) + "_" +
+          std::to_string(counter++);
+  EXPECT_EQ(std::system(("rm -rf " + r.dir + " && mkdir -p " + r.dir).c_str()), 0);
+  std::vector<std::string> argv = {NCCLWATCH_EXE, "run",    "--dir",
+                                   r.dir,         "--json", r.dir + "/report.json"};
+  argv.insert(argv.end(), s.run_args.begin(), s.run_args.end());
+  argv.insert(argv.end(), {"--", FAKE_LAUNCHER, "--nproc", "4"});
+  argv.insert(argv.end(), s.launcher_env.begin(), s.launcher_env.end());
+  argv.insert(argv.end(), {"--", FAKE_TRAIN, "--steps", std::to_string(s.steps)});
+  argv.insert(argv.end(), s.workload.begin(), s.workload.end());
+  argv.insert(argv.end(), s.train_args.begin(), s.train_args.end());
+  const std::string log = r.dir + "/log.txt";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) _exit(98);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    setenv("NCCLWATCH_LIB", SHIM_LIB, 1);
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    execv(cargv[0], cargv.data());
+    _exit(99);
+  }
+  waitpid(pid, &r.status, 0);
+  std::ifstream lf(log);
+  r.log.assign(std::istreambuf_iterator<char>(lf), {});
+  std::ifstream jf(r.dir + "/report.json");
+  if (jf) r.report = nlohmann::json::parse(jf, nullptr, false);
+  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.log;
+  EXPECT_TRUE(r.report.is_object()) << r.log;
+  return r;
+}
+
+}  // namespace ncclwatch::scenarios
