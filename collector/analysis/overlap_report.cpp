@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "analysis/units.h"
+#include "model/vocabulary.h"
 
 namespace ncclwatch::analysis {
 namespace {
@@ -17,9 +18,7 @@ constexpr double kNotBottleneckShare = 0.05;
 double pct(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
-double us(int64_t ns) {
-  return static_cast<double>(ns) / 1000.0;
-}
+using model::us;
 std::string ht(double ns) {
   return human_time(ns);
 }
@@ -226,7 +225,7 @@ void OverlapReport::write(const std::vector<RankOverlap>& overlaps,
   report.json["overlap"] = list;
   nlohmann::json bl = nlohmann::json::array();
   for (const BucketRow& b : buckets) {
-    bl.push_back({{"comm_id", fmt::format("{:x}", b.comm_id)},
+    bl.push_back({{"comm_id", model::comm_hex(b.comm_id)},
                   {"ordinal", b.ordinal + 1},
                   {"bytes", b.bytes},
                   {"gpu_us", b.mean_gpu_ns() / 1000.0},

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <string>
 
+#include "ncclwatch/fnv1a.h"
+
 namespace ncclwatch::kineto {
 namespace {
 
@@ -99,11 +101,8 @@ std::vector<int32_t> parse_rank_list(std::string_view text) {
 }
 
 uint64_t comm_id_for_group(std::string_view pg_name, const std::vector<int32_t>& ranks) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  auto mix = [&h](unsigned char b) {
-    h ^= b;
-    h *= 0x100000001b3ULL;
-  };
+  uint64_t h = format::kFnv1aOffset;
+  auto mix = [&h](unsigned char b) { h = format::fnv1a64_byte(h, b); };
   for (char c : std::string_view("kineto-pg:")) mix(static_cast<unsigned char>(c));
   for (char c : pg_name) mix(static_cast<unsigned char>(c));
   mix('|');

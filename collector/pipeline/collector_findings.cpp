@@ -12,10 +12,6 @@
 
 namespace ncclwatch::pipeline {
 
-std::string comm_hex(uint64_t id) {
-  return fmt::format("0x{:016x}", id);
-}
-
 namespace {
 
 using match::format_rank_list;

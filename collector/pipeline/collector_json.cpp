@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "match/func_name.h"
+#include "model/vocabulary.h"
 #include "pipeline/collector_parts.h"
 
 namespace ncclwatch::pipeline {
@@ -10,9 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-double us(int64_t ns) {
-  return static_cast<double>(ns) / 1000.0;
-}
+using model::us;
 
 json ranks_json(const model::JobTrace& job, const model::ClockAlignment& clock) {
   json list = json::array();

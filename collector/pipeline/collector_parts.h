@@ -7,11 +7,11 @@
 #include "model/job_trace.h"
 #include "model/match_result.h"
 #include "model/report.h"
+#include "model/vocabulary.h"
 
 namespace ncclwatch::pipeline {
 
-// "0x%016x": how comm ids appear everywhere in text and JSON.
-std::string comm_hex(uint64_t id);
+using model::comm_hex;  // "0x%016x", collector/model/vocabulary.h
 
 // Findings: hangs (incomplete instances), desyncs, comm size disagreements, untraced members,
 // dropped records, cut-short traces, clock support.

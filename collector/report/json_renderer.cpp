@@ -1,4 +1,5 @@
 #include "report/json_renderer.h"
+#include "model/vocabulary.h"
 
 #include <cerrno>
 #include <cstring>
@@ -7,17 +8,7 @@
 namespace ncclwatch::report {
 
 namespace {
-const char* severity_name(model::Severity s) {
-  switch (s) {
-    case model::Severity::kCritical:
-      return "critical";
-    case model::Severity::kWarning:
-      return "warning";
-    case model::Severity::kInfo:
-      break;
-  }
-  return "info";
-}
+using model::severity_name;
 }  // namespace
 
 nlohmann::json render_json(const model::Report& report) {

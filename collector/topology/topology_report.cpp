@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 
+#include "model/vocabulary.h"
 #include "topology/checks.h"
 #include "topology/log_parser.h"
 
@@ -21,16 +22,7 @@ bool looks_like_nccl_log(const fs::path& p) {
   return head.find(" NCCL INFO ") != std::string::npos;
 }
 
-const char* severity_name(model::Severity s) {
-  switch (s) {
-    case model::Severity::kCritical:
-      return "critical";
-    case model::Severity::kWarning:
-      return "warning";
-    default:
-      return "info";
-  }
-}
+using model::severity_name;
 
 nlohmann::json comm_json(const LogSet& logs, const CommContext& c) {
   nlohmann::json j;

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "ncclwatch/fnv1a.h"
+
 namespace ncclwatch::shim::gpu {
 
 StringTable::StringTable(RecordSink sink)
@@ -23,10 +25,10 @@ uint32_t StringTable::intern(const char* name) noexcept {
 
   // FNV-1a, 64 bit: the table is keyed by content so equal names from different pointers
   // (two CUPTI sessions, NVTX strings) share one id.
-  uint64_t h = 1469598103934665603ull;
+  uint64_t h = format::kFnv1aOffset;
   std::size_t len = 0;
   for (; name[len] != '\0'; ++len)
-    h = (h ^ static_cast<unsigned char>(name[len])) * 1099511628211ull;
+    h = format::fnv1a64_byte(h, static_cast<unsigned char>(name[len]));
   if (h == 0) h = 1;  // 0 marks an empty slot
   const std::size_t mask = kCapacity * 2 - 1;
   for (std::size_t i = h & mask;; i = (i + 1) & mask) {

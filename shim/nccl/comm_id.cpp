@@ -3,18 +3,16 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ncclwatch/fnv1a.h"
+
 namespace ncclwatch::shim {
 namespace {
 
 // FNV-1a over the bytes, then the splitmix64 finaliser so close inputs land far apart.
 struct Hasher {
-  uint64_t h = 0xcbf29ce484222325ULL;
+  uint64_t h = format::kFnv1aOffset;
   void add(const void* data, std::size_t size) {
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < size; ++i) {
-      h ^= p[i];
-      h *= 0x100000001b3ULL;
-    }
+    h = format::fnv1a64(h, static_cast<const unsigned char*>(data), size);
   }
   template <typename T>
   void add_value(T v) {
