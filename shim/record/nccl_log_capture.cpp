@@ -1,4 +1,4 @@
-// See nccl_log_capture.h. Runs once, off the hot path: plain libc, no exceptions escape.
+// See nccl_log_capture.h. Runs once, at load, off the hot path: plain libc, no exceptions escape.
 #include "nccl_log_capture.h"
 
 #include <unistd.h>
@@ -6,13 +6,29 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace ncclwatch::shim {
 namespace {
 
+// Every variable prepare_nccl_logging may set (and so may find inherited from an ancestor).
+const char* const kManaged[] = {"NCCL_DEBUG",
+                                "NCCL_DEBUG_FILE",
+                                "NCCL_DEBUG_SUBSYS",
+                                "NCCL_TOPO_DUMP_FILE",
+                                "NCCL_TOPO_DUMP_FILE_RANK",
+                                "NCCL_GRAPH_DUMP_FILE",
+                                "NCCL_GRAPH_DUMP_FILE_RANK"};
+
 bool is_set(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && v[0] != '\0';
+}
+
+bool is_managed(const std::string& name) {
+  for (const char* m : kManaged)
+    if (name == m) return true;
+  return false;
 }
 
 // First of the launchers' variables that is set to a non-negative integer, or -1.
@@ -27,28 +43,65 @@ long first_int_env(const char* const* names) {
   return -1;
 }
 
-// setenv only when the variable is unset (or empty) and the value fit its buffer.
-void set_default(const char* name, const char* value, int printed, std::size_t size) {
-  if (printed <= 0 || static_cast<std::size_t>(printed) >= size) return;  // truncated: skip
-  if (is_set(name)) return;
-  ::setenv(name, value, 1);
+// Removes the values an ancestor's shim set and the user left unchanged, and the marker itself.
+void drop_inherited() {
+  const char* marker = std::getenv(kNcclEnvMarker);
+  if (marker == nullptr) return;
+  std::string list = marker;  // copied: unsetenv below may invalidate the pointer
+  std::size_t start = 0;
+  while (start < list.size()) {
+    std::size_t end = list.find('\n', start);
+    if (end == std::string::npos) end = list.size();
+    std::string line = list.substr(start, end - start);
+    start = end + 1;
+    std::size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    std::string name = line.substr(0, eq);
+    if (!is_managed(name)) continue;  // never remove anything else a marker names
+    const char* now = std::getenv(name.c_str());
+    if (now != nullptr && line.compare(eq + 1, std::string::npos, now) == 0)
+      ::unsetenv(name.c_str());
+  }
+  ::unsetenv(kNcclEnvMarker);
 }
 
-}  // namespace
+// The variables set here, remembered for the marker.
+class Setter {
+ public:
+  // setenv unless the variable is set (non-empty); skips a value truncated by snprintf.
+  void set_default(const char* name, const char* value, int printed, std::size_t size) {
+    if (printed <= 0 || static_cast<std::size_t>(printed) >= size) return;
+    if (is_set(name)) return;
+    if (::setenv(name, value, 1) != 0) return;
+    list_ += name;
+    list_ += '=';
+    list_ += value;
+    list_ += '\n';
+  }
+  void set_default(const char* name, const char* value) {
+    set_default(name, value, static_cast<int>(std::strlen(value)), std::strlen(value) + 1);
+  }
+  void write_marker() {
+    if (!list_.empty()) ::setenv(kNcclEnvMarker, list_.c_str(), 1);
+  }
 
-void prepare_nccl_logging(const char* trace_dir) noexcept {
-  if (trace_dir == nullptr || trace_dir[0] == '\0') return;
+ private:
+  std::string list_;
+};
+
+void set_variables(const char* trace_dir) {
   char buf[4096];
+  Setter set;
 
   // The INFO log. NCCL_DEBUG=INFO without a file would print into the user's output, so the
   // two are set together or not at all.
   if (!is_set("NCCL_DEBUG") && !is_set("NCCL_DEBUG_FILE")) {
     int n = std::snprintf(buf, sizeof buf, "%s/nccl-debug.%%h.%%p.log", trace_dir);
     if (n > 0 && static_cast<std::size_t>(n) < sizeof buf) {
-      ::setenv("NCCL_DEBUG_FILE", buf, 1);
-      ::setenv("NCCL_DEBUG", "INFO", 1);
+      set.set_default("NCCL_DEBUG_FILE", buf, n, sizeof buf);
+      set.set_default("NCCL_DEBUG", "INFO");
       // INIT: comm lines and transports; GRAPH: rings, trees, patterns; NET: NICs in use.
-      if (!is_set("NCCL_DEBUG_SUBSYS")) ::setenv("NCCL_DEBUG_SUBSYS", "INIT,GRAPH,ENV,NET", 1);
+      set.set_default("NCCL_DEBUG_SUBSYS", "INIT,GRAPH,ENV,NET");
     }
   }
 
@@ -60,28 +113,44 @@ void prepare_nccl_logging(const char* trace_dir) noexcept {
       "RANK",      "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK",
       "PMIX_RANK", "MV2_COMM_WORLD_RANK",  nullptr};
   long local_rank = first_int_env(kLocalRank);
-  if (local_rank > 0) return;
-  char host[256] = "unknown";
-  if (::gethostname(host, sizeof host) != 0) std::strcpy(host, "unknown");
-  host[sizeof host - 1] = '\0';
-  // A host name with '/' would escape the directory; keep the file name plain.
-  for (char* c = host; *c != '\0'; ++c)
-    if (*c == '/') *c = '_';
-  long rank = first_int_env(kRank);
-  char rank_text[32];
-  std::snprintf(rank_text, sizeof rank_text, "%ld", rank);
+  if (local_rank <= 0) {
+    char host[256] = "unknown";
+    if (::gethostname(host, sizeof host) != 0) std::strcpy(host, "unknown");
+    host[sizeof host - 1] = '\0';
+    // A host name with '/' would escape the directory; keep the file name plain.
+    for (char* c = host; *c != '\0'; ++c)
+      if (*c == '/') *c = '_';
+    long rank = first_int_env(kRank);
+    char rank_text[32];
+    std::snprintf(rank_text, sizeof rank_text, "%ld", rank);
 
-  if (!is_set("NCCL_TOPO_DUMP_FILE")) {
-    int n = std::snprintf(buf, sizeof buf, "%s/nccl-topo.%s.xml", trace_dir, host);
-    set_default("NCCL_TOPO_DUMP_FILE", buf, n, sizeof buf);
-    if (rank >= 0 && is_set("NCCL_TOPO_DUMP_FILE"))
-      ::setenv("NCCL_TOPO_DUMP_FILE_RANK", rank_text, 0);
+    if (!is_set("NCCL_TOPO_DUMP_FILE")) {
+      int n = std::snprintf(buf, sizeof buf, "%s/nccl-topo.%s.xml", trace_dir, host);
+      set.set_default("NCCL_TOPO_DUMP_FILE", buf, n, sizeof buf);
+      if (rank >= 0 && is_set("NCCL_TOPO_DUMP_FILE"))
+        set.set_default("NCCL_TOPO_DUMP_FILE_RANK", rank_text);
+    }
+    if (!is_set("NCCL_GRAPH_DUMP_FILE")) {
+      int n = std::snprintf(buf, sizeof buf, "%s/nccl-graph.%s.xml", trace_dir, host);
+      set.set_default("NCCL_GRAPH_DUMP_FILE", buf, n, sizeof buf);
+      if (rank >= 0 && is_set("NCCL_GRAPH_DUMP_FILE"))
+        set.set_default("NCCL_GRAPH_DUMP_FILE_RANK", rank_text);
+    }
   }
-  if (!is_set("NCCL_GRAPH_DUMP_FILE")) {
-    int n = std::snprintf(buf, sizeof buf, "%s/nccl-graph.%s.xml", trace_dir, host);
-    set_default("NCCL_GRAPH_DUMP_FILE", buf, n, sizeof buf);
-    if (rank >= 0 && is_set("NCCL_GRAPH_DUMP_FILE"))
-      ::setenv("NCCL_GRAPH_DUMP_FILE_RANK", rank_text, 0);
+  set.write_marker();
+}
+
+}  // namespace
+
+void prepare_nccl_logging(const char* trace_dir) noexcept {
+  try {
+    drop_inherited();
+    // A newline would make the marker ambiguous; such a directory gets no NCCL logs.
+    if (trace_dir == nullptr || trace_dir[0] == '\0' || std::strchr(trace_dir, '\n') != nullptr)
+      return;
+    set_variables(trace_dir);
+  } catch (...) {
+    // Out of memory at load: leave NCCL's logging as the user has it.
   }
 }
 

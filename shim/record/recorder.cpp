@@ -16,10 +16,6 @@
 
 #include "record/recorder_control.h"
 #include "record/recorder_instance.h"
-#if __has_include("record/nccl_log_capture.h")
-#include "record/nccl_log_capture.h"
-#define NCCLWATCH_HAVE_NCCL_LOG_CAPTURE 1
-#endif
 
 namespace ncclwatch::shim {
 namespace {
@@ -36,6 +32,8 @@ thread_local InFlightCall t_in_flight;
 // pointer); kept here so leak checkers see them reachable.
 RecorderInstance* g_retired[64];
 int g_retired_count = 0;  // guarded by g_mutex
+// Written once by the load-time constructor (single-threaded), read under g_mutex afterwards.
+std::string* g_nccl_log_dir = nullptr;
 
 void retire(RecorderInstance* r) {
   if (g_retired_count < 64) g_retired[g_retired_count++] = r;
@@ -116,9 +114,13 @@ bool ensure_recorder() noexcept {
           g_state.store(kOff);
         } else {
           register_process_hooks_once();
-#ifdef NCCLWATCH_HAVE_NCCL_LOG_CAPTURE
-          prepare_nccl_logging(settings.dir.c_str());
-#endif
+          if (g_nccl_log_dir != nullptr && *g_nccl_log_dir != settings.dir) {
+            std::fprintf(stderr,
+                         "ncclwatch: trace dir %s differs from the one at start-up; NCCL's logs "
+                         "and topology dumps go to %s (the environment is not changed after "
+                         "start-up)\n",
+                         settings.dir.c_str(), g_nccl_log_dir->c_str());
+          }
           g_recorder.store(r.release(), std::memory_order_release);
           g_state.store(kRecording, std::memory_order_release);
         }
@@ -187,6 +189,10 @@ void finish_recorder() noexcept {
   finish_locked(false);
   g_identity_from_comm_done = false;
   pthread_mutex_unlock(&g_mutex);
+}
+
+void note_nccl_log_dir(const std::string& dir) {
+  if (g_nccl_log_dir == nullptr) g_nccl_log_dir = new std::string(dir);  // never freed: exit
 }
 
 std::string current_trace_path() {

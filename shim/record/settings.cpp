@@ -20,7 +20,8 @@ bool is_on(const char* v) {
          std::strcmp(v, "yes") == 0 || std::strcmp(v, "ON") == 0;
 }
 
-void warn_bad(const char* name, const char* value, const char* fallback) {
+void warn_bad(bool warn, const char* name, const char* value, const char* fallback) {
+  if (!warn) return;
   std::fprintf(stderr, "ncclwatch: bad %s=%s, using %s\n", name, value, fallback);
 }
 
@@ -41,16 +42,26 @@ std::string host_name() {
   return buf;
 }
 
+char g_start_dir[PATH_MAX] = {};  // written once at load, before any thread exists
+
 std::string absolute(const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
   char cwd[PATH_MAX] = {};
-  if (getcwd(cwd, sizeof cwd) == nullptr) return path;
+  if (g_start_dir[0] != '\0') {
+    std::memcpy(cwd, g_start_dir, sizeof cwd);
+  } else if (getcwd(cwd, sizeof cwd) == nullptr) {
+    return path;
+  }
   std::string p = path;
   if (p.rfind("./", 0) == 0) p = p.substr(2);
   return std::string(cwd) + "/" + p;
 }
 
 }  // namespace
+
+void remember_start_dir() noexcept {
+  if (getcwd(g_start_dir, sizeof g_start_dir) == nullptr) g_start_dir[0] = '\0';
+}
 
 const char* process_env(const char* name) {
   return std::getenv(name);
@@ -68,13 +79,13 @@ std::string sanitize_name(const std::string& text) {
   return out;
 }
 
-Settings read_settings(EnvLookup env) {
+Settings read_settings(EnvLookup env, bool warn) {
   Settings s;
   if (const char* v = env("NCCLWATCH"); v != nullptr && *v != '\0') {
     if (is_off(v)) {
       s.enabled = false;
     } else if (!is_on(v)) {
-      warn_bad("NCCLWATCH", v, "on");
+      warn_bad(warn, "NCCLWATCH", v, "on");
     }
   }
   const char* job = env("NCCLWATCH_JOB");
@@ -91,7 +102,7 @@ Settings read_settings(EnvLookup env) {
     double mb = std::strtod(v, &end);
     // At least 4 KiB (a few dozen records); at most 1 TiB.
     if (errno != 0 || end == v || *end != '\0' || !(mb >= 4.0 / 1024) || mb > 1024.0 * 1024) {
-      warn_bad("NCCLWATCH_RING_MB", v, "16");
+      warn_bad(warn, "NCCLWATCH_RING_MB", v, "16");
     } else {
       s.ring_mb = mb;
     }
@@ -101,7 +112,7 @@ Settings read_settings(EnvLookup env) {
     errno = 0;
     long ms = std::strtol(v, &end, 10);
     if (errno != 0 || end == v || *end != '\0' || ms < 1 || ms > 10000) {
-      warn_bad("NCCLWATCH_DRAIN_MS", v, "2");
+      warn_bad(warn, "NCCLWATCH_DRAIN_MS", v, "2");
     } else {
       s.drain_ms = static_cast<int>(ms);
     }

@@ -1,7 +1,9 @@
-// Settings of the shim, read from the environment once, at the first NCCL call.
+// Settings of the shim, read from the environment at load (to point NCCL's logs at the trace
+// dir, see nccl_log_capture.h) and again at the first NCCL call (the recorder's own).
 //
 //   NCCLWATCH=off            record nothing (also "0", "false", "no")
-//   NCCLWATCH_DIR            trace directory (default ./ncclwatch-<job>, made absolute)
+//   NCCLWATCH_DIR            trace directory (default ./ncclwatch-<job>; a relative one is taken
+//                            from the directory the process started in, see remember_start_dir)
 //   NCCLWATCH_JOB            job id (default: TORCHELASTIC_RUN_ID unless "none", SLURM_JOB_ID,
 //                            PBS_JOBID, LSB_JOBID, PMIX_NAMESPACE, OMPI_MCA_orte_ess_jobid, else
 //                            "local-<parent pid>": the ranks of one torchrun/mpirun share a parent)
@@ -37,7 +39,13 @@ inline constexpr double kDefaultRingMb = 16.0;
 // getenv-like lookup, injectable for tests.
 using EnvLookup = const char* (*)(const char* name);
 
-Settings read_settings(EnvLookup env);
+// `warn`: one `ncclwatch:` line per bad value (off for the silent read at load: the first NCCL
+// call reads and warns again, and a process that never calls NCCL prints nothing).
+Settings read_settings(EnvLookup env, bool warn = true);
+// Remembers the current directory as the one relative NCCLWATCH_DIR values are taken from
+// (called at load, so a chdir before the first NCCL call moves neither the trace nor NCCL's logs).
+// Without it, read_settings uses the current directory.
+void remember_start_dir() noexcept;
 // The process environment (std::getenv) as an EnvLookup.
 const char* process_env(const char* name);
 std::string sanitize_name(const std::string& text);
