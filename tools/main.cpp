@@ -3,7 +3,9 @@
 // The CLI contract (README, "Exit codes"): 0 ok, 1 error, 2 usage, 3 findings at warning level or
 // worse (report, topo, run --strict); `run` passes on its command's status (128+N for signal N).
 // Every message of ours starts with "ncclwatch: ".
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <new>
 
@@ -51,6 +53,17 @@ int main(int argc, char** argv) {
     return ncclwatch::tools::kExitError;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ncclwatch: %s\n", e.what());
+    return ncclwatch::tools::kExitError;
+  }
+  // The last word on stdout for every command: a report, a dump or a collect summary that could
+  // not be written (a full disk under `> file`, /dev/full) is not a success. (A command that
+  // failed already said why; report and dump also say it about stdout.)
+  errno = 0;
+  if ((std::fflush(stdout) != 0 || std::ferror(stdout)) &&
+      (exit_code == 0 || exit_code == ncclwatch::tools::kExitFindings)) {
+    const int error = errno;
+    std::fprintf(stderr, "ncclwatch: cannot write to standard output: %s\n",
+                 error != 0 ? std::strerror(error) : "write error");
     return ncclwatch::tools::kExitError;
   }
   return exit_code;

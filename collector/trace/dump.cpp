@@ -1,5 +1,8 @@
 #include "trace/dump.h"
 
+#include <cerrno>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "trace/record_check.h"
@@ -81,9 +84,14 @@ int dump_trace(const std::string& path, const DumpOptions& options, std::FILE* o
   names.finish();
   reader.rewind();
 
-  if (options.header) fmt::print(out, "{}\n", header_json(reader.header()).dump());
+  if (options.header) {
+    const std::string line = header_json(reader.header()).dump() + "\n";
+    std::fwrite(line.data(), 1, line.size(), out);
+  }
   uint64_t index = 0, printed = 0, invalid = 0;
-  for (auto chunk = reader.next(); !chunk.empty(); chunk = reader.next()) {
+  // A write error (a full disk under `> file`, /dev/full, a closed pipe) ends the dump: what the
+  // user asked for cannot be written, and saying so is the only useful thing left to do.
+  for (auto chunk = reader.next(); !chunk.empty() && !std::ferror(out); chunk = reader.next()) {
     for (const auto& r : chunk) {
       if (record_problem(r) != nullptr) ++invalid;
       if (options.kinds.empty() || options.kinds.contains(r.prefix.kind)) {
@@ -97,7 +105,12 @@ int dump_trace(const std::string& path, const DumpOptions& options, std::FILE* o
       ++index;
     }
   }
-  std::fflush(out);
+  if (std::fflush(out) != 0 || std::ferror(out)) {
+    const int error = errno;
+    fmt::print(err, "ncclwatch dump: cannot write the output: {}\n",
+               error != 0 ? std::strerror(error) : "write error");
+    return 1;
+  }
   for (const auto& w : reader.warnings()) fmt::print(err, "ncclwatch dump: {}: {}\n", path, w);
   const auto& p = reader.header().process;
   fmt::print(

@@ -6,6 +6,7 @@
 #include <optional>
 #include <system_error>
 #include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -96,6 +97,55 @@ void check_ranks(const std::string& dir, const std::vector<model::RankTrace>& ra
   }
 }
 
+// Copies of one process's trace (a file copied into the dir twice, a backup next to the
+// original) would count every collective twice on one rank: the rank then looks like it ran
+// ahead of the others and every peer looks incomplete. A process is its (job, host, pid, start
+// time); of its files the most complete is kept (finished before open, then more records, then
+// the shim's own file name, then the first name) and each other one is one line.
+std::vector<TraceFileEntry> drop_copies(std::vector<TraceFileEntry> files,
+                                        std::vector<model::InputProblem>& problems) {
+  const auto identity = [](const TraceFileEntry& f) {
+    const auto& p = f.header.process;
+    return std::make_tuple(f.job, bounded_string(p.host, sizeof p.host), p.pid,
+                           p.start_monotonic_ns, p.start_realtime_ns);
+  };
+  const auto finished = [](const TraceFileEntry& f) {
+    return f.header.state == format::kTraceStateClosed ||
+           f.header.state == format::kTraceStateSalvaged;
+  };
+  // The shim's own name for the file: the original rather than a copy, all else equal.
+  const auto own_name = [](const TraceFileEntry& f) {
+    const auto& p = f.header.process;
+    return fs::path(f.path).filename() ==
+           fmt::format("ncclwatch.{}.{}.trace", bounded_string(p.host, sizeof p.host), p.pid);
+  };
+  const auto rank = [&](const TraceFileEntry& f) {
+    return std::make_tuple(finished(f), f.records, own_name(f));
+  };
+  std::map<decltype(identity(files[0])), std::size_t> best;  // identity -> index in files
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    auto [it, fresh] = best.try_emplace(identity(files[i]), i);
+    if (!fresh && rank(files[i]) > rank(files[it->second])) it->second = i;
+  }
+  std::vector<TraceFileEntry> out;
+  out.reserve(best.size());
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::size_t keep = best.at(identity(files[i]));
+    if (keep == i) continue;
+    const auto& p = files[i].header.process;
+    problems.push_back(
+        {files[i].path,
+         fmt::format("skipped: a copy of {} (same process: host '{}', pid {}, same start); {} "
+                     "records here, {} there",
+                     files[keep].path, bounded_string(p.host, sizeof p.host), p.pid,
+                     files[i].records, files[keep].records)});
+  }
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (best.at(identity(files[i])) == i) out.push_back(std::move(files[i]));
+  }
+  return out;
+}
+
 }  // namespace
 
 JobIndex index_job(const std::string& dir, const JobLoadOptions& options) {
@@ -108,8 +158,18 @@ JobIndex index_job(const std::string& dir, const JobLoadOptions& options) {
     return index;
   }
   for (const auto& entry : it) {
+    // Looked at without following: a symlink or FIFO (planted by someone else in a shared dir)
+    // is never opened; one claiming to be a trace gets its line.
     std::error_code type_ec;
-    if (entry.is_regular_file(type_ec)) paths.push_back(entry.path().string());
+    const auto type = entry.symlink_status(type_ec).type();
+    if (type == fs::file_type::regular) {
+      paths.push_back(entry.path().string());
+    } else if (entry.path().extension() == ".trace" && type != fs::file_type::directory) {
+      index.problems.push_back(
+          {entry.path().string(), type == fs::file_type::symlink
+                                      ? "skipped: a symbolic link (not followed)"
+                                      : "skipped: not a regular file"});
+    }
   }
   std::sort(paths.begin(), paths.end());
 
@@ -160,7 +220,7 @@ JobIndex index_job(const std::string& dir, const JobLoadOptions& options) {
                           by_job.size(), chosen, found->second.size(), why, describe(chosen))});
   }
   index.job = chosen;
-  index.files = std::move(found->second);
+  index.files = drop_copies(std::move(found->second), index.problems);
   return index;
 }
 

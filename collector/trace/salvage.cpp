@@ -45,6 +45,7 @@ struct Target {
   bool has_header = false;  // a valid header is on disk (else one is written fresh)
   format::TraceHeader header{};
   uint64_t records = 0;  // K: whole records on disk
+  bool created = false;  // this salvage created the file
   Target() = default;
   Target(const Target&) = delete;
   Target& operator=(const Target&) = delete;
@@ -56,6 +57,7 @@ struct Target {
     has_header = false;
     header = {};
     records = 0;
+    created = false;
   }
 };
 
@@ -102,6 +104,7 @@ OpenResult open_target(const TraceDir& dir, const std::string& name, const Segme
   switch (dir.open_existing(name, O_RDWR, t.fd, why)) {
     case TraceDir::Opened::kMissing:
       t.fd = dir.create(name, 0644, why);
+      t.created = t.fd >= 0;
       return t.fd >= 0 ? OpenResult::kOk : OpenResult::kUnwritable;
     case TraceDir::Opened::kRefused:
       return OpenResult::kUnwritable;
@@ -131,6 +134,9 @@ bool copy_records(const TraceDir& from, const std::string& name, const SegmentVi
     at += chunk.size();
   }
   to.records = at;
+  // Its header carries what the segment may not know (the rank learned at the first comm).
+  to.header = reader.header();
+  to.has_header = to.header.state != format::kTraceStateSalvaged;
   return true;
 }
 
@@ -202,6 +208,92 @@ std::string named_directory(const SegmentView& seg, const std::string& name, std
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
+// Completes `t` with the ring's records from position K on and the final header, then removes
+// the segment. false: `why` says what failed to be written (the caller may try elsewhere), or
+// is empty and res.message says why the file was left as it is.
+bool finish(Target& t, const SegmentView& seg, SalvageResult& res, std::string& why) {
+  why.clear();
+  res.trace_path = t.path;
+  res.in_file = t.records;
+  res.appended = res.holes = res.overwritten = 0;
+  if (t.has_header && t.header.state == format::kTraceStateSalvaged) {
+    // A previous salvage finished writing but did not remove the segment. Appending again
+    // would misplace positions after its holes, so only the removal is left to do.
+    std::string not_removed;
+    if (!seg.remove(not_removed)) res.warnings.push_back(not_removed);
+    res.status = SalvageStatus::kAlreadySalvaged;
+    return true;
+  }
+  const uint64_t write_pos = seg.write_pos();
+  if (t.records > write_pos) {
+    res.message = fmt::format("{} holds {} records but the segment only ever wrote {}; not touched",
+                              t.path, t.records, write_pos);
+    return false;
+  }
+  // Drop a torn last record before appending after the whole ones.
+  if (::ftruncate(t.fd, static_cast<off_t>(kHeaderBytes + t.records * format::kRecordSize)) != 0) {
+    why = fmt::format("cannot truncate {}: {}", t.path, std::strerror(errno));
+    return false;
+  }
+
+  // Positions below write_pos - capacity were overwritten in the ring and are gone.
+  const uint64_t first =
+      std::max(t.records, write_pos > seg.capacity() ? write_pos - seg.capacity() : 0);
+  res.overwritten = first - t.records;
+  std::vector<format::Record> chunk;
+  chunk.reserve(kCopyChunk);
+  uint64_t written = t.records;
+  const auto flush = [&] {
+    if (chunk.empty()) return true;
+    if (!write_all(t.fd, chunk.data(), chunk.size() * sizeof(format::Record),
+                   kHeaderBytes + written * format::kRecordSize))
+      return false;
+    written += chunk.size();
+    chunk.clear();
+    return true;
+  };
+  format::Record record;
+  bool ok = true;
+  for (uint64_t pos = first; pos < write_pos && ok; ++pos) {
+    if (!seg.read(pos, record)) {
+      ++res.holes;
+      continue;
+    }
+    chunk.push_back(record);
+    if (chunk.size() == kCopyChunk) ok = flush();
+  }
+  if (!ok || !flush()) {
+    why = fmt::format("write to {} failed: {}", t.path, std::strerror(errno));
+    return false;
+  }
+  res.appended = written - t.records;
+
+  const format::TraceHeader header = final_header(t, seg, written, res.appended != 0);
+  res.rank = header.process.rank;
+  if (!write_all(t.fd, &header, sizeof header, 0) || ::fsync(t.fd) != 0) {
+    why = fmt::format("cannot finish {}: {}", t.path, std::strerror(errno));
+    return false;
+  }
+  // Only now that the file is complete on disk may the segment go.
+  std::string not_removed;
+  if (!seg.remove(not_removed)) res.warnings.push_back("segment not removed: " + not_removed);
+  res.status = SalvageStatus::kSalvaged;
+  return true;
+}
+
+// After a failed finish(): a file we created goes away, one that existed gets back the length
+// it had (its header was not rewritten yet), so a retry elsewhere starts from the same state.
+void undo(const TraceDir& dir, const std::string& name, Target& t) {
+  if (t.fd < 0) return;
+  if (t.created) {
+    ::unlinkat(dir.fd(), name.c_str(), 0);
+  } else if (::ftruncate(t.fd,
+                         static_cast<off_t>(kHeaderBytes + t.records * format::kRecordSize)) != 0) {
+    // Nothing more to do: the file keeps whole records after K, and its header says open.
+  }
+  t.reset();
+}
+
 }  // namespace
 
 bool process_alive(int64_t pid) {
@@ -246,7 +338,7 @@ SalvageResult salvage_segment(const std::string& name, const SalvageOptions& opt
   }
 
   // The trace file: the one in the segment's own directory, else one in --dir (with what the
-  // unwritable one held).
+  // one that could not be written held).
   const std::string file_name = trace_file_name(seg);
   const std::string named_dir = named_directory(seg, file_name, why);
   TraceDir primary;
@@ -259,104 +351,48 @@ SalvageResult salvage_segment(const std::string& name, const SalvageOptions& opt
       why = primary.error();
     }
   }
-  const std::string primary_path = named_dir.empty()
-                                       ? seg.trace_path()
-                                       : (std::filesystem::path(named_dir) / file_name).string();
+  res.trace_path = named_dir.empty() ? seg.trace_path()
+                                     : (std::filesystem::path(named_dir) / file_name).string();
   if (opened == OpenResult::kRefuse) {
-    res.trace_path = primary_path;
     res.message = why;
     return res;
   }
-  if (opened == OpenResult::kUnwritable) {
-    if (options.dir.empty()) {
-      res.trace_path = primary_path;
-      res.message = why + "; give --dir DIR to write it elsewhere";
-      return res;
-    }
-    std::error_code ec;
-    const std::string dir = std::filesystem::absolute(options.dir, ec).lexically_normal().string();
-    TraceDir fallback;
-    std::string why2;
-    if (!fallback.open(dir)) {
-      res.trace_path = (std::filesystem::path(dir) / file_name).string();
-      res.message = why + "; " + fallback.error();
-      return res;
-    }
-    if (open_target(fallback, file_name, seg, target, why2) != OpenResult::kOk) {
-      res.trace_path = fallback.file(file_name);
-      res.message = why + "; " + why2;
-      return res;
-    }
-    res.warnings.push_back(why + "; wrote " + target.path + " instead");
-    if (primary.fd() >= 0 && target.records == 0 &&
-        !copy_records(primary, file_name, seg, target, why2)) {
-      res.trace_path = target.path;
-      res.message = why2;
-      return res;
-    }
+  if (opened == OpenResult::kOk) {
+    if (finish(target, seg, res, why)) return res;
+    if (why.empty()) return res;  // refused, not a write failure (res.message says why)
+    // Not writable after all (a full file system, a quota, an I/O error): the file goes back
+    // to what it held, and --dir gets the whole trace.
+    undo(primary, file_name, target);
   }
-  res.trace_path = target.path;
-  res.in_file = target.records;
-
-  if (target.has_header && target.header.state == format::kTraceStateSalvaged) {
-    // A previous salvage finished writing but did not remove the segment. Appending again
-    // would misplace positions after its holes, so only the removal is left to do.
-    if (!seg.remove(why)) res.warnings.push_back(why);
-    res.status = SalvageStatus::kAlreadySalvaged;
+  if (options.dir.empty()) {
+    res.message = why + "; give --dir DIR to write it elsewhere";
     return res;
   }
-  const uint64_t write_pos = seg.write_pos();
-  if (target.records > write_pos) {
-    res.message = fmt::format("{} holds {} records but the segment only ever wrote {}; not touched",
-                              target.path, target.records, write_pos);
+  std::error_code ec;
+  const std::string dir = std::filesystem::absolute(options.dir, ec).lexically_normal().string();
+  TraceDir fallback;
+  std::string why2;
+  if (!fallback.open(dir)) {
+    res.trace_path = (std::filesystem::path(dir) / file_name).string();
+    res.message = why + "; " + fallback.error();
     return res;
   }
-  // Drop a torn last record before appending after the whole ones.
-  if (::ftruncate(target.fd,
-                  static_cast<off_t>(kHeaderBytes + target.records * format::kRecordSize)) != 0) {
-    res.message = fmt::format("cannot truncate {}: {}", target.path, std::strerror(errno));
+  res.trace_path = fallback.file(file_name);
+  if (open_target(fallback, file_name, seg, target, why2) != OpenResult::kOk) {
+    res.message = why + "; " + why2;
     return res;
   }
-
-  // Positions below write_pos - capacity were overwritten in the ring and are gone.
-  const uint64_t first =
-      std::max(target.records, write_pos > seg.capacity() ? write_pos - seg.capacity() : 0);
-  res.overwritten = first - target.records;
-  std::vector<format::Record> chunk;
-  chunk.reserve(kCopyChunk);
-  uint64_t written = target.records;
-  const auto flush = [&] {
-    if (chunk.empty()) return true;
-    if (!write_all(target.fd, chunk.data(), chunk.size() * sizeof(format::Record),
-                   kHeaderBytes + written * format::kRecordSize))
-      return false;
-    written += chunk.size();
-    chunk.clear();
-    return true;
-  };
-  format::Record record;
-  for (uint64_t pos = first; pos < write_pos; ++pos) {
-    if (!seg.read(pos, record)) {
-      ++res.holes;
-      continue;
-    }
-    chunk.push_back(record);
-    if (chunk.size() == kCopyChunk && !flush()) break;
-  }
-  if (!flush()) {
-    res.message = fmt::format("write to {} failed: {}", target.path, std::strerror(errno));
+  res.warnings.push_back(why + "; wrote " + target.path + " instead");
+  if (primary.fd() >= 0 && target.records == 0 &&
+      !copy_records(primary, file_name, seg, target, why2)) {
+    undo(fallback, file_name, target);
+    res.message = why2;
     return res;
   }
-  res.appended = written - target.records;
-
-  const format::TraceHeader header = final_header(target, seg, written, res.appended != 0);
-  if (!write_all(target.fd, &header, sizeof header, 0) || ::fsync(target.fd) != 0) {
-    res.message = fmt::format("cannot finish {}: {}", target.path, std::strerror(errno));
-    return res;
+  if (!finish(target, seg, res, why2) && !why2.empty()) {
+    undo(fallback, file_name, target);
+    res.message = why + "; " + why2;
   }
-  // Only now that the file is complete on disk may the segment go.
-  if (!seg.remove(why)) res.warnings.push_back("segment not removed: " + why);
-  res.status = SalvageStatus::kSalvaged;
   return res;
 }
 

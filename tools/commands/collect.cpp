@@ -21,8 +21,10 @@ ncclwatch::tools::Command collect_command{
           app.add_subcommand("collect", "Salvage leftover shared-memory segments into trace files");
       sub->add_option("--job", args->job,
                       "Only this job's segments (default: every ncclwatch segment)");
-      sub->add_option("--dir", args->options.dir,
-                      "Write here when a segment's trace file is not writable (or not named)");
+      sub->add_option(
+          "--dir", args->options.dir,
+          "Write here when a segment's trace file cannot be written (unwritable, its file "
+          "system full, or not named)");
       sub->add_flag(
           "--force", args->options.force,
           "Salvage even segments whose owner process is still alive (hung or pid reused)");

@@ -1,8 +1,12 @@
 // `ncclwatch dump` logic: JSON lines with every field, names resolved, kinds filter, errors.
 #include "trace/dump.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -108,6 +112,39 @@ TEST(Dump, UnreadableFileIsAnErrorAndTornTailAWarning) {
   EXPECT_EQ(c.rc, 0);
   EXPECT_EQ(c.lines.size(), 1u);
   EXPECT_NE(c.err.find("last record torn (5 of 64 bytes)"), std::string::npos) << c.err;
+}
+
+// `dump FILE > /dev/full` (or to a full disk) wrote nothing: one line and a failure, not 0.
+TEST(Dump, OutputThatCannotBeWrittenIsAnError) {
+  TempDir dir;
+  std::vector<Record> rs;
+  for (uint32_t i = 0; i < 2000; ++i) rs.push_back(make_call(Func::kAllReduce, 1, i, i, i + 1));
+  const std::string path = write_rank(dir.path(), "j", "h", 1, 0, 1, rs);
+  std::FILE* full = std::fopen("/dev/full", "w");
+  if (full == nullptr) GTEST_SKIP() << "no /dev/full here";
+  std::FILE* err = std::tmpfile();
+  const int rc = dump_trace(path, {}, full, err);
+  std::fclose(full);
+  const std::string text = slurp(err);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(text.find("ncclwatch dump: cannot write the output: No space left on device"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+}
+
+// A FIFO or a symlink where a trace was expected: one line at once, never a wait for a writer.
+TEST(Dump, FifoAndSymlinkAreRefusedWithoutBlocking) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo(dir.file("fifo.trace").c_str(), 0600), 0);
+  auto c = run_dump(dir.file("fifo.trace"), {});
+  EXPECT_EQ(c.rc, 1);
+  EXPECT_NE(c.err.find("a FIFO, not a regular file"), std::string::npos) << c.err;
+  const std::string real = write_rank(dir.path(), "j", "h", 1, 0, 1, {});
+  ASSERT_EQ(::symlink(real.c_str(), dir.file("link.trace").c_str()), 0);
+  c = run_dump(dir.file("link.trace"), {});
+  EXPECT_EQ(c.rc, 1);
+  EXPECT_NE(c.err.find("a symbolic link (not followed"), std::string::npos) << c.err;
 }
 
 }  // namespace

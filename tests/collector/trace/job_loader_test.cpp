@@ -1,6 +1,9 @@
 // load_job: many ranks in parallel, and every kind of bad directory content.
 #include "trace/job_loader.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -63,6 +66,37 @@ TEST(LoadJob, DuplicateRanksAreKeptAndNamed) {
   EXPECT_TRUE(has_line(job, "rank 3 claimed by 2 files (all kept): " + first + ", " + second))
       << lines(job);
   EXPECT_EQ(job.problems.size(), 1u) << lines(job);
+}
+
+// A second copy of a rank's file (copied in twice, a backup next to it, a half-copied one)
+// is the same process, not a second rank: the most complete copy is kept, each other one is
+// one line, and no rank is counted twice.
+TEST(LoadJob, CopiesOfOneProcesssTraceAreLoadedOnce) {
+  TempDir dir;
+  for (int r = 0; r < 4; ++r) write_rank(dir.path(), "job", "h", 10 + r, r, 4, calls_for(6));
+  const std::string original = dir.file("ncclwatch.h.11.trace");
+  const auto bytes = read_bytes(original);
+  write_bytes(dir.file("backup-of-rank1.trace"), bytes);
+  // A partial copy (cut mid-way) sorts before the original and must not win.
+  write_trace(dir.file("a-partial.trace"),
+              make_header(make_process("job", "h", 11, 1, 4), format::kTraceStateOpen, 0),
+              calls_for(3));
+  // Same pid, another start: a different process (pid reused), so not a copy.
+  auto other = make_process("job", "h", 13, 3, 4);
+  other.start_monotonic_ns += 1;
+  write_trace(dir.file("reused-pid.trace"), make_header(other, format::kTraceStateClosed, 6),
+              calls_for(6));
+
+  const auto job = load_job(dir.path());
+  ASSERT_EQ(job.ranks.size(), 5u) << lines(job);
+  EXPECT_EQ(job.ranks[1].info.source, original);
+  EXPECT_EQ(job.ranks[1].calls.size(), 6u);
+  EXPECT_TRUE(has_line(job, dir.file("a-partial.trace") + ": skipped: a copy of " + original))
+      << lines(job);
+  EXPECT_TRUE(has_line(job, dir.file("backup-of-rank1.trace") + ": skipped: a copy of " + original))
+      << lines(job);
+  EXPECT_TRUE(has_line(job, "rank 3 claimed by 2 files")) << lines(job);
+  EXPECT_EQ(job.problems.size(), 3u) << lines(job);
 }
 
 TEST(LoadJob, TwoJobsPicksTheBiggerAndSaysHowToSelectTheOther) {
@@ -128,6 +162,25 @@ TEST(LoadJob, ForeignAndBrokenFilesAreSkippedWithALine) {
   EXPECT_TRUE(has_line(job, torn + ": truncated: last record torn (10 of 64 bytes)")) << lines(job);
   EXPECT_FALSE(has_line(job, "report.json")) << lines(job);
   EXPECT_EQ(job.problems.size(), 4u) << lines(job);  // + "not closed" of the torn one
+}
+
+// A shared trace dir may hold names others planted: a FIFO would block a reader forever, a
+// symlink may point anywhere (a device, another user's file). Neither is opened.
+TEST(LoadJob, SymlinksAndFifosAreNeverOpened) {
+  TempDir dir, elsewhere;
+  write_rank(dir.path(), "job", "h", 1, 0, 2, calls_for(3));
+  const auto real = write_rank(elsewhere.path(), "job", "h", 2, 1, 2, calls_for(3));
+  ASSERT_EQ(::symlink(real.c_str(), dir.file("ncclwatch.h.2.trace").c_str()), 0);
+  ASSERT_EQ(::mkfifo(dir.file("ncclwatch.h.3.trace").c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo(dir.file("nccl-debug.h.4.log").c_str(), 0600), 0);  // not a trace: silent
+  ASSERT_EQ(::symlink("/dev/zero", dir.file("nccl-topo.h.xml").c_str()), 0);
+  const auto job = load_job(dir.path());
+  ASSERT_EQ(job.ranks.size(), 1u) << lines(job);
+  EXPECT_TRUE(has_line(job, "ncclwatch.h.2.trace: skipped: a symbolic link (not followed)"))
+      << lines(job);
+  EXPECT_TRUE(has_line(job, "ncclwatch.h.3.trace: skipped: not a regular file")) << lines(job);
+  EXPECT_TRUE(has_line(job, "world size 2, no trace file for rank(s) 1")) << lines(job);
+  EXPECT_EQ(job.problems.size(), 3u) << lines(job);
 }
 
 TEST(LoadJob, MissingOrEmptyDirectory) {

@@ -3,14 +3,18 @@
 
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
+#include <numeric>
 
 #include "trace/rank_loader.h"
 #include "trace/segment_view.h"
@@ -207,6 +211,66 @@ TEST(Salvage, UnwritableTracePathFallsBackToDirKeepingTheFileRecords) {
   seg.release();
   EXPECT_EQ(r.trace_path, out.file(trace_name("h", pid)));
   EXPECT_EQ(seqs_in(r.trace_path), (std::vector<uint64_t>{0, 1, 2}));
+}
+
+// Runs `body` in a child process in a private mount namespace where `dir` is a tmpfs of
+// `bytes`: a file system that fills up without touching any real one. 0: body returned true;
+// 77: no mount namespaces here (not root, or a container that forbids them).
+int in_small_tmpfs(const std::string& dir, std::size_t bytes, const std::function<bool()>& body) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("tmpfs", dir.c_str(), "tmpfs", 0, ("size=" + std::to_string(bytes)).c_str()) != 0)
+      ::_exit(77);
+    ::_exit(body() ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+// Writes until the file system holding `dir` is full.
+void fill(const std::string& dir) {
+  const int fd = ::open((dir + "/filler").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  std::vector<char> block(4096, 'f');
+  while (fd >= 0 && ::write(fd, block.data(), block.size()) > 0) {
+  }
+  if (fd >= 0) ::close(fd);
+}
+
+// The trace file's own file system is full: the records go to --dir, whole (what the file
+// held plus the ring), and the full one is left as it was.
+TEST(Salvage, FullFileSystemFallsBackToDir) {
+  TempDir small, out;
+  const std::string job = unique_job("enospc");
+  const int64_t pid = dead_pid();
+  const std::string path = small.file(trace_name("h", pid));
+  TestSegment seg(job, "h", pid, 256, path);
+  for (uint32_t pos = 0; pos < 200; ++pos) seg.put(pos, call(pos));
+  seg.set_positions(5, 200);
+  SalvageOptions options;
+  options.dir = out.path();
+  const int rc = in_small_tmpfs(small.path(), 64 * 1024, [&] {
+    std::vector<Record> on_disk;
+    for (uint32_t i = 0; i < 5; ++i) on_disk.push_back(call(i));
+    write_trace(path, make_header(make_process(job, "h", pid, 0, 1), format::kTraceStateOpen, 0),
+                on_disk);
+    const auto before = read_bytes(path);
+    fill(small.path());
+    const SalvageResult r = salvage_segment(seg.name(), options);
+    std::fprintf(stderr, "%s\n", describe(r).c_str());
+    return r.status == SalvageStatus::kSalvaged && r.trace_path == out.file(trace_name("h", pid)) &&
+           r.in_file == 5 && r.appended == 195 && r.rank == 0 &&
+           describe(r).find("No space left on device") != std::string::npos &&
+           read_bytes(path) == before;
+  });
+  if (rc == 77) GTEST_SKIP() << "needs a private mount namespace (root) for a small tmpfs";
+  ASSERT_EQ(rc, 0);
+  seg.release();
+  std::vector<uint64_t> all(200);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(seqs_in(out.file(trace_name("h", pid))), all);
 }
 
 TEST(Salvage, TracePathInAMissingDirectoryFallsBackToDir) {
