@@ -2,10 +2,10 @@
 // as format.h documents it. Header-only so tests, the drain thread and salvage share one copy.
 //
 // Producers: claim pos by CAS on write_pos only while pos - read_pos < capacity (else count a
-// drop and return: never block), write the record, publish slot.seq = pos + 1 (release).
-// Consumer: at read_pos, slot.seq == pos + 1 (acquire) means committed; it copies the record and
-// advances read_pos (release) only once the records are safely stored, so a producer never
-// overwrites a slot that has not been persisted.
+// drop and return: never block; a pos older than read_pos is stale and reloaded, see push()), write
+// the record, publish slot.seq = pos + 1 (release). Consumer: at read_pos, slot.seq == pos + 1
+// (acquire) means committed; it copies the record and advances read_pos (release) only once the
+// records are safely stored, so a producer never overwrites a slot that has not been persisted.
 #pragma once
 
 #include <atomic>
@@ -30,17 +30,36 @@ class Ring {
   uint64_t capacity() const noexcept { return mask_ + 1; }
 
   // Hot path: never blocks, allocates or locks.
+  //
+  // The full-check compares a claimed position with read_pos, two loads of two variables. Order:
+  // write_pos first (acquire, so the read_pos load below cannot be performed before it), then
+  // read_pos (acquire: pairs with the consumer's release in commit(), so once a slot is seen
+  // free its old record has been copied out). Two outcomes of a stale `pos` (one loaded earlier,
+  // then the thread was delayed: preempted, or waiting for a contended cache line):
+  //  - read <= pos: then at the moment read was loaded, write_pos >= pos (it only grows), so
+  //    fill >= pos - read. "pos - read >= capacity" proves the ring was full at that moment: a
+  //    true drop. "< capacity" lets us try to claim pos; the CAS fails if pos is stale, and the
+  //    check is repeated with the fresh value the CAS returns.
+  //  - read > pos: the consumer has already passed pos (read_pos never passes write_pos), so pos
+  //    is stale. pos - read wraps to a huge number, which the old check took for "full" and
+  //    dropped a record of a ring that was nearly empty (issue 10 item 3). Reload and retry.
+  // The retry cannot spin forever without progress: each retry follows another thread's claim.
   bool push(const format::Record& record) noexcept {
     auto write = counter(header_->write_pos);
     auto read = counter(header_->read_pos);
-    uint64_t pos = write.load(std::memory_order_relaxed);
+    uint64_t pos = write.load(std::memory_order_acquire);
     for (;;) {
-      if (pos - read.load(std::memory_order_acquire) >= capacity()) {
+      uint64_t consumed = read.load(std::memory_order_acquire);
+      if (static_cast<int64_t>(pos - consumed) < 0) {  // stale pos: the consumer is past it
+        pos = write.load(std::memory_order_acquire);
+        continue;
+      }
+      if (pos - consumed >= capacity()) {
         counter(header_->dropped).fetch_add(1, std::memory_order_relaxed);
         return false;
       }
       if (write.compare_exchange_weak(pos, pos + 1, std::memory_order_acq_rel,
-                                      std::memory_order_relaxed)) {
+                                      std::memory_order_acquire)) {
         break;
       }
     }
@@ -83,9 +102,11 @@ class Ring {
   // Skips the hole at read_pos (the record is lost, the caller counts it).
   void skip_hole() noexcept { counter(header_->read_pos).fetch_add(1, std::memory_order_release); }
 
+  // read_pos first: write_pos loaded after it is >= it (read_pos never passes write_pos), so the
+  // difference cannot wrap as it could with write_pos loaded first and the consumer moving on.
   uint64_t pending() const noexcept {
-    return counter(header_->write_pos).load(std::memory_order_acquire) -
-           counter(header_->read_pos).load(std::memory_order_acquire);
+    uint64_t read = counter(header_->read_pos).load(std::memory_order_acquire);
+    return counter(header_->write_pos).load(std::memory_order_acquire) - read;
   }
 
  private:
