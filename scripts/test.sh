@@ -10,6 +10,15 @@ quick=0
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$jobs"
+# HolisticTraceAnalysis for the `hta` check (it reads ncclwatch's --trace export): a venv in
+# build/hta-venv, installed from PyPI once; offline or failing, the check skips with a message.
+if [ ! -x build/hta-venv/bin/python ] || ! build/hta-venv/bin/python -c "import hta" 2>/dev/null; then
+  echo "== installing HolisticTraceAnalysis into build/hta-venv (for the hta check; bounded to 10 min)"
+  (python3 -m venv build/hta-venv &&
+    timeout 600 build/hta-venv/bin/pip install -q --disable-pip-version-check \
+      "HolisticTraceAnalysis==${NCCLWATCH_HTA_VERSION:-0.5.0}") ||
+    echo "   HolisticTraceAnalysis not installed: the hta check will be skipped"
+fi
 (cd build && ctest --output-on-failure -j "$jobs" -LE bench)
 
 if [ "$quick" = 1 ]; then exit 0; fi

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "export/chrome_trace.h"
 #include "pipeline/pipeline.h"
 #include "report/json_renderer.h"
 #include "report/text_renderer.h"
@@ -92,6 +93,12 @@ bool no_rank_traces(const std::string& dir) {
 ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err) {
   model::JobTrace job;
   ReportStatus rc = ReportStatus::kClean;
+  exporter::StepWindow steps;  // the CLI checks --steps (a usage error); this is the backstop
+  if (!req.steps.empty() && !exporter::StepWindow::parse(req.steps, steps)) {
+    std::fprintf(err, "ncclwatch: --steps %s: expected A:B, A: or A (1-based step numbers)\n",
+                 req.steps.c_str());
+    return ReportStatus::kError;
+  }
   {
     ProgressLine progress(err, req.progress);
     if (!load(req, job, progress, err)) return ReportStatus::kError;
@@ -108,8 +115,26 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
     options.topology_logs = req.nccl_logs;
     options.link_gpu = req.kineto.empty();
     options.progress = [&progress](const char* stage) { progress.show(stage); };
-    model::Report report = build_report(job, options);
+    PipelineResult result = run_pipeline(job, options);
+    model::Report& report = result.report;
     progress.show("writing the report");
+    if (!req.trace_path.empty()) {
+      progress.show("writing the trace");
+      exporter::ChromeTraceStats stats;
+      std::string error;
+      if (exporter::ChromeTraceWriter::write_file(req.trace_path, job, result.match, result.clock,
+                                                  steps, stats, error)) {
+        report.findings.push_back(
+            {model::Severity::kInfo, "trace",
+             fmt::format("timeline written to {}: {} ranks, {} kernels, {} NCCL calls, {} "
+                         "collectives linked across ranks{} (open in ui.perfetto.dev)",
+                         req.trace_path, job.ranks.size(), stats.kernels, stats.calls, stats.flows,
+                         req.steps.empty() ? "" : ", steps " + req.steps)});
+      } else {
+        std::fprintf(err, "ncclwatch: trace export: %s\n", error.c_str());
+        rc = ReportStatus::kError;
+      }
+    }
     if (!req.json_path.empty()) {
       std::string error;
       if (!report::write_json(report, req.json_path, error)) {

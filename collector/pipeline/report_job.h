@@ -16,6 +16,8 @@ struct ReportRequest {
   std::vector<std::string> kineto;     // PyTorch-profiler traces (files or directories)
   std::vector<std::string> nccl_logs;  // extra NCCL_DEBUG logs for the topology check
   bool progress = true;                // progress lines on `err` once loading takes > 1 s
+  std::string trace_path;              // "" = no Chrome-trace export (--trace)
+  std::string steps;                   // "A:B": only these steps in the trace export ("" = all)
 };
 
 // What report_job returns; the values are the CLI's exit codes (README, "Exit codes").

@@ -9,6 +9,9 @@
 // with 25 MiB buckets the gaps between a step's all-reduces (12 ms) and the step's widest gap
 // (55 ms) are close enough that a starved host can blur the collective period; the idle
 // between ranges (where the stalls sleep) belongs to the following step.
+#include <cstdio>
+#include <set>
+
 #include "scenario_run.h"
 
 namespace ncclwatch::scenarios {
@@ -83,6 +86,42 @@ TEST(PatternScenario, LaggingNode) {
   EXPECT_NE(pattern_line(r).find("one node lagging the rest — node node-b (2 ranks)"),
             std::string::npos)
       << r.log;
+}
+
+TEST(PatternScenario, TraceExportOfAWindowOfSteps) {
+  // `run --trace FILE --steps 2:3`: one process per rank, only ProfilerStep#2 and #3, kernels on
+  // stream tracks, all-reduces linked across the 4 ranks (4 per step -> 8 flow chains).
+  Scenario s{kWorkload, {}, {}, kTwoHosts, 5};
+  const std::string dir = ::testing::TempDir() + "pattern_trace_" + std::to_string(getpid());
+  s.run_args = {"--trace", dir + ".json", "--steps", "2:3"};
+  const Result r = run_scenario(s);
+  std::ifstream in(dir + ".json");
+  const json t = json::parse(in, nullptr, false);
+  ASSERT_TRUE(t.is_object()) << r.log;
+  EXPECT_EQ(t["distributedInfo"]["world_size"], 4);
+  std::set<int> ranks;
+  std::set<std::string> steps;
+  std::size_t kernels = 0, flow_starts = 0;
+  for (const json& ev : t["traceEvents"]) {
+    if (ev["ph"] == "M" && ev["name"] == "process_name") ranks.insert(ev["pid"].get<int>());
+    if (ev["ph"] == "X" && ev["cat"] == "user_annotation") steps.insert(ev["name"]);
+    if (ev["ph"] == "X" && ev["cat"] == "kernel") ++kernels;
+    if (ev["ph"] == "s") ++flow_starts;
+  }
+  EXPECT_EQ(ranks, (std::set<int>{0, 1, 2, 3}));
+  EXPECT_EQ(steps, (std::set<std::string>{"ProfilerStep#2", "ProfilerStep#3"}));
+  EXPECT_GT(kernels, 0u);
+  EXPECT_EQ(flow_starts, 8u);
+  EXPECT_NE(r.log.find("[trace] timeline written to"), std::string::npos) << r.log;
+  std::remove((dir + ".json").c_str());
+}
+
+TEST(PatternScenario, MalformedStepWindowIsAUsageError) {
+  const int status = std::system((std::string(NCCLWATCH_EXE) +
+                                  " report /nonexistent --trace /dev/null --steps 5:2 2>/dev/null")
+                                     .c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
-// `ncclwatch report DIR [--job ID] [--json FILE] [--kineto FILE...] [--nccl-log FILE...]`: the
-// report of a finished (or salvaged) job from its trace directory, or from PyTorch-profiler traces.
+// `ncclwatch report DIR [--job ID] [--json FILE] [--trace FILE [--steps A:B]] [--kineto FILE...]
+// [--nccl-log FILE...]`: the report of a finished (or salvaged) job from its trace directory, or
+// from PyTorch-profiler traces; --trace also writes the merged timeline (collector/export).
 #include <memory>
 
 #include "command.h"
 #include "pipeline/report_job.h"
+#include "steps_option.h"
 
 namespace {
 
@@ -21,6 +23,10 @@ ncclwatch::tools::Command report_command{
           ->expected(1, -1);
       sub->add_option("--nccl-log", req->nccl_logs, "NCCL_DEBUG=INFO logs for the topology check")
           ->expected(1, -1);
+      sub->add_option("--trace", req->trace_path,
+                      "Also write the merged timeline as Chrome-trace JSON (Perfetto, HTA)");
+      sub->add_option("--steps", req->steps, "With --trace: only steps A:B (1-based)")
+          ->check(ncclwatch::tools::steps_validator());
       sub->add_flag("!--no-progress", req->progress, "No progress lines on stderr");
       sub->callback([req, &exit_code] {
         if (req->dir.empty() && req->kineto.empty()) {

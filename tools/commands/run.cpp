@@ -1,4 +1,5 @@
-// `ncclwatch run [--dir DIR] [--mode full|lite|host] [--job ID] [--json FILE] -- CMD ARGS...`:
+// `ncclwatch run [--dir DIR] [--mode full|lite|host] [--job ID] [--json FILE] [--trace FILE
+// [--steps A:B]] -- CMD ARGS...`:
 // runs CMD (torchrun, mpirun, srun, a plain program) with libncclwatch.so preloaded, forwards
 // SIGINT/SIGTERM, salvages what dead ranks left in shared memory, prints the report and exits
 // with CMD's exit status. Same report as `LD_PRELOAD=libncclwatch.so CMD; ncclwatch report DIR`.
@@ -19,6 +20,7 @@
 
 #include "command.h"
 #include "pipeline/report_job.h"
+#include "steps_option.h"
 
 #include "trace/salvage.h"
 
@@ -27,7 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct RunArgs {
-  std::string dir, mode, job, json, lib;
+  std::string dir, mode, job, json, lib, trace, steps;
   bool strict = false;
   bool progress = true;
   std::vector<std::string> command;
@@ -196,6 +198,8 @@ int run(RunArgs& args) {
   req.job = args.job;
   req.json_path = args.json;
   req.progress = args.progress;
+  req.trace_path = args.trace;
+  req.steps = args.steps;
   const auto report = ncclwatch::pipeline::report_job(req, stdout, stderr);
   // The command's own failure comes first; --strict turns warnings of a clean run into exit 3.
   if (rc == 0 && args.strict && report == ncclwatch::pipeline::ReportStatus::kFindings) {
@@ -218,6 +222,10 @@ ncclwatch::tools::Command run_command{
       sub->add_flag("--strict", args->strict,
                     "Exit 3 when CMD succeeded but the report has a warning (for CI jobs)");
       sub->add_flag("!--no-progress", args->progress, "No progress lines on stderr");
+      sub->add_option("--trace", args->trace,
+                      "Also write the merged timeline as Chrome-trace JSON (Perfetto, HTA)");
+      sub->add_option("--steps", args->steps, "With --trace: only steps A:B (1-based)")
+          ->check(ncclwatch::tools::steps_validator());
       sub->add_option("command", args->command, "CMD ARGS... (after --)")->required();
       sub->callback([args, &exit_code] { exit_code = run(*args); });
     }};

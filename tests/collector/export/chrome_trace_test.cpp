@@ -1,0 +1,136 @@
+// The Chrome-trace export of a simulated 4-rank job: parsed back, it has one process per rank,
+// kernels on stream tracks with HTA's categories and args, NCCL calls on the host thread,
+// ProfilerStep ranges, one flow chain per matched collective, times aligned across ranks, and
+// --steps keeps only the window asked for.
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "analysis/rank_activity.h"
+#include "ddp_sim.h"
+#include "export/chrome_trace.h"
+
+namespace ncclwatch::exporter {
+namespace {
+
+using nlohmann::json;
+
+struct Exported {
+  json doc;
+  ChromeTraceStats stats;
+};
+
+Exported export_job(const analysis::testing::SimJob& s, StepWindow w = {}) {
+  std::vector<analysis::StepPlan> plans;
+  for (const auto& r : s.job.ranks) {
+    const auto a = analysis::RankActivity::of(r);
+    plans.push_back(analysis::StepDetector::detect(r, a.first_ns, a.last_ns));
+  }
+  char* buf = nullptr;
+  std::size_t size = 0;
+  std::FILE* f = open_memstream(&buf, &size);
+  Exported e;
+  std::string error;
+  EXPECT_TRUE(ChromeTraceWriter::write(f, s.job, s.match, s.clocks, plans, w, e.stats, error))
+      << error;
+  std::fclose(f);
+  e.doc = json::parse(std::string(buf, size));
+  std::free(buf);
+  return e;
+}
+
+TEST(ChromeTrace, StructureOfASimulatedJob) {
+  auto p = analysis::testing::sim_params(4, 2);
+  p.ranks[3].clock_skew_ns = 5'000'000;  // node-b's clock runs 5 ms ahead: undone in the export
+  p.ranks[2].clock_skew_ns = 5'000'000;
+  const auto s = analysis::testing::simulate(p);
+  const Exported e = export_job(s);
+  const json& d = e.doc;
+  EXPECT_EQ(d["distributedInfo"]["world_size"], 4);
+  EXPECT_EQ(d["distributedInfo"]["rank"], 0);
+  std::set<int> pids;
+  std::map<int, int> kernels, calls, steps;
+  std::map<int, double> first_nccl_ts;  // per rank: the first all-reduce kernel's start
+  std::map<long, std::vector<std::string>> flows;
+  for (const json& ev : d["traceEvents"]) {
+    const std::string ph = ev["ph"];
+    const int pid = ev["pid"];
+    if (ph == "M" && ev["name"] == "process_name") pids.insert(pid);
+    if (ph == "X" && ev["cat"] == "kernel") {
+      ++kernels[pid];
+      EXPECT_TRUE(ev["args"].contains("stream"));
+      EXPECT_TRUE(ev["args"].contains("correlation"));
+      const std::string name = ev["name"];
+      if (name.rfind("nccl", 0) == 0 && !first_nccl_ts.count(pid)) first_nccl_ts[pid] = ev["ts"];
+    }
+    if (ph == "X" && ev["cat"] == "cpu_op") {
+      ++calls[pid];
+      EXPECT_EQ(ev["name"], "nccl:all_reduce");
+      EXPECT_EQ(ev["tid"], 0);
+    }
+    if (ph == "X" && ev["cat"] == "user_annotation") {
+      ++steps[pid];
+      EXPECT_EQ(ev["name"].get<std::string>().rfind("ProfilerStep#", 0), 0u);
+    }
+    if (ph == "s" || ph == "t" || ph == "f") flows[ev["id"].get<long>()].push_back(ph);
+  }
+  EXPECT_EQ(pids, (std::set<int>{0, 1, 2, 3}));
+  for (int r = 0; r < 4; ++r) {
+    // Per step: forward, 4 backward segments, optimizer, 4 all-reduces; plus one memcpy
+    // (gpu_memcpy, not counted here). 12 steps.
+    EXPECT_EQ(kernels[r], 12 * 10) << r;
+    EXPECT_EQ(calls[r], 12 * 4) << r;
+    EXPECT_EQ(steps[r], 12) << r;
+    // Aligned: every rank's first all-reduce starts at the same moment (last arrival is common
+    // only for the end; the simulator's ranks are identical here, so starts agree too).
+    EXPECT_NEAR(first_nccl_ts[r], first_nccl_ts[0], 0.002) << r;
+  }
+  EXPECT_EQ(e.stats.flows, s.match.instances.size());
+  ASSERT_EQ(flows.size(), s.match.instances.size());
+  for (const auto& [id, chain] : flows) {
+    EXPECT_EQ(chain, (std::vector<std::string>{"s", "t", "t", "f"})) << id;
+  }
+}
+
+TEST(ChromeTrace, StepWindowKeepsOnlyThoseSteps) {
+  const auto s = analysis::testing::simulate(analysis::testing::sim_params(2, 1));
+  StepWindow w;
+  ASSERT_TRUE(StepWindow::parse("3:4", w));
+  const Exported e = export_job(s, w);
+  std::set<std::string> step_names;
+  for (const json& ev : e.doc["traceEvents"]) {
+    if (ev["ph"] == "X" && ev["cat"] == "user_annotation") step_names.insert(ev["name"]);
+  }
+  EXPECT_EQ(step_names, (std::set<std::string>{"ProfilerStep#3", "ProfilerStep#4"}));
+  EXPECT_EQ(e.stats.calls, 2u * 2 * 4);  // 2 ranks x 2 steps x 4 all-reduces
+  EXPECT_EQ(e.stats.flows, 2u * 4);
+}
+
+TEST(ChromeTrace, StepWindowParsing) {
+  StepWindow w;
+  EXPECT_TRUE(StepWindow::parse("2:5", w));
+  EXPECT_EQ(w.first, 2u);
+  EXPECT_EQ(w.last, 5u);
+  EXPECT_TRUE(StepWindow::parse("7:", w));
+  EXPECT_EQ(w.first, 7u);
+  EXPECT_EQ(w.last, 0u);
+  EXPECT_TRUE(StepWindow::parse("4", w));
+  EXPECT_EQ(w.last, 4u);
+  for (const char* bad : {"", ":", "0:3", "5:2", "a:b", "-1:2", "3:x", "99999999999:"}) {
+    EXPECT_FALSE(StepWindow::parse(bad, w)) << bad;
+  }
+}
+
+TEST(ChromeTrace, HostileNamesStayValidJson) {
+  auto s = analysis::testing::simulate(analysis::testing::sim_params(2, 1));
+  s.job.ranks[0].names[1] = std::string("bad\"name\\\xff\x01");
+  s.job.ranks[0].info.host = "host\"\n";
+  const Exported e = export_job(s);
+  EXPECT_TRUE(e.doc.is_object());
+}
+
+}  // namespace
+}  // namespace ncclwatch::exporter
