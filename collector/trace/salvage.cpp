@@ -372,6 +372,7 @@ SalvageResult salvage_segment(const std::string& name, const SalvageOptions& opt
   const std::string dir = std::filesystem::absolute(options.dir, ec).lexically_normal().string();
   TraceDir fallback;
   std::string why2;
+  std::filesystem::create_directories(dir, ec);  // --dir is the user's own choice
   if (!fallback.open(dir)) {
     res.trace_path = (std::filesystem::path(dir) / file_name).string();
     res.message = why + "; " + fallback.error();

@@ -298,11 +298,11 @@ TEST(Salvage, NoTracePathUsesDir) {
   TestSegment seg(job, "nodeZ", pid, 8, "");
   seg.put(0, call(0));
   SalvageOptions options;
-  options.dir = out.path();
+  options.dir = out.file("new/sub");  // created, as `ncclwatch run` creates its --dir
   const SalvageResult r = salvage_segment(seg.name(), options);
   ASSERT_EQ(r.status, SalvageStatus::kSalvaged) << describe(r);
   seg.release();
-  EXPECT_EQ(r.trace_path, out.file("ncclwatch.nodeZ." + std::to_string(pid) + ".trace"));
+  EXPECT_EQ(r.trace_path, out.file("new/sub/ncclwatch.nodeZ." + std::to_string(pid) + ".trace"));
 }
 
 TEST(Salvage, RefusesAnotherProcesssFileAndForeignFiles) {
