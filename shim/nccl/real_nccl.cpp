@@ -85,12 +85,15 @@ ncclResult_t missing_real(format::Func func, const char* name) noexcept {
   auto index = static_cast<std::size_t>(func);
   if (index < kFuncs && !g_reported[index].exchange(true)) {
     std::fprintf(stderr,
-                 "ncclwatch: nccl%s called but no libnccl in the process defines it; returning "
+                 "ncclwatch: nccl%s called but no libnccl in the process defines it (an older "
+                 "NCCL? a lookup by name finds the shim's wrapper); returning "
                  "ncclInternalError\n",
                  name);
   }
-  // Cannot happen in a linked application (it could not have linked without libnccl); an
-  // internal error is the honest answer for a call that reached no NCCL at all.
+  // A linked application cannot get here for a function its NCCL lacks (it would not link), but
+  // a client that looks functions up by name (dlsym, weak declarations) finds the shim's wrapper
+  // for every hooked function, also those newer than the real NCCL (ncclCommShrink before 2.28):
+  // an internal error is the honest answer for a call that reached no NCCL at all.
   return ncclInternalError;
 }
 

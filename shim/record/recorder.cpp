@@ -1,7 +1,15 @@
 // The process-wide recorder state behind recorder.h.
 //
 // State machine: kUntouched (nothing created: a process that never calls NCCL leaves no trace)
-// -> kRecording at the first ensure_recorder(), or kOff (NCCLWATCH=off, creation failed, exit).
+// -> kRecording at the first ensure_recorder(), or kOff (NCCLWATCH=off, creation failed) ->
+// kClosedAtExit when the exit flush has closed the trace.
+//
+// The exit flush is an atexit handler registered at load (install_exit_flush, from the
+// load-time constructor), so it runs after nearly every other one (atexit runs them in reverse
+// order of registration): NCCL calls from the application's atexit handlers and static
+// destructors (e.g. a communicator destroyed by a library's global object) are recorded. Calls
+// after it (handlers of libraries initialised before the shim) find the trace closed: the first
+// one says so in one line.
 // A forked child is reset to kUntouched by the atfork handler: it creates its own recorder, with
 // its own pid, on its first NCCL call, and never writes into the parent's ring or file.
 #include "record/recorder.h"
@@ -20,7 +28,7 @@
 namespace ncclwatch::shim {
 namespace {
 
-enum State : int { kUntouched = 0, kRecording = 1, kOff = 2 };
+enum State : int { kUntouched = 0, kRecording = 1, kOff = 2, kClosedAtExit = 3 };
 
 std::atomic<int> g_state{kUntouched};
 std::atomic<RecorderInstance*> g_recorder{nullptr};
@@ -42,7 +50,11 @@ thread_local uint32_t t_tid = 0;
 
 void finish_locked(bool at_exit) {
   RecorderInstance* r = g_recorder.load();
-  g_state.store(at_exit ? kOff : kUntouched);
+  if (!at_exit) {
+    g_state.store(kUntouched);
+  } else if (g_state.load() != kOff) {  // NCCLWATCH=off (or a failed start) stays silent
+    g_state.store(kClosedAtExit);
+  }
   g_recorder.store(nullptr);
   if (r == nullptr) return;
   r->finish();
@@ -82,10 +94,24 @@ void register_process_hooks_once() {
   if (registered) return;
   registered = true;
   pthread_atfork(&atfork_prepare, &atfork_parent, &atfork_child);
-  std::atexit(&at_exit);
+  install_exit_flush();  // normally done at load already
+}
+
+void report_call_after_exit() {
+  static std::atomic<bool> reported{false};
+  if (!reported.exchange(true)) {
+    std::fprintf(stderr,
+                 "ncclwatch: NCCL call after the trace was closed at exit (an atexit handler or "
+                 "static destructor that runs after the shim's): not recorded, nor later ones\n");
+  }
 }
 
 }  // namespace
+
+void install_exit_flush() noexcept {
+  static std::atomic<bool> installed{false};
+  if (!installed.exchange(true)) std::atexit(&at_exit);
+}
 
 uint32_t thread_id() noexcept {
   if (t_tid == 0) t_tid = static_cast<uint32_t>(syscall(SYS_gettid));
@@ -100,6 +126,10 @@ bool ensure_recorder() noexcept {
   int state = g_state.load(std::memory_order_acquire);
   if (state == kRecording) return true;
   if (state == kOff) return false;
+  if (state == kClosedAtExit) {
+    report_call_after_exit();
+    return false;
+  }
   pthread_mutex_lock(&g_mutex);
   if (g_state.load() == kUntouched) {
     try {

@@ -14,6 +14,11 @@ namespace ncclwatch::shim {
 // device if unknown.
 void note_communicator(int rank, int nranks, int device) noexcept;
 
+// Registers the exit flush (drain, close the trace, remove the segment) with atexit, once. Called
+// by the load-time constructor so that it runs after the application's own atexit handlers and
+// static destructors, which may still call NCCL; ensure_recorder() calls it too.
+void install_exit_flush() noexcept;
+
 // Finishes the recorder now as at normal exit (drain, close the trace file, remove the segment).
 // A later ensure_recorder() creates a new one (tests use this).
 void finish_recorder() noexcept;

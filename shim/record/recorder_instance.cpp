@@ -46,9 +46,18 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
     *error = "trace path too long: " + r->trace_path_;
     return nullptr;
   }
-  r->segment_ =
-      Segment::create(Segment::name_for(settings.job, settings.host, process.pid),
-                      Segment::capacity_for(settings.ring_mb), process, r->trace_path_, error);
+  std::string segment_name = Segment::name_for(settings.job, settings.host, process.pid);
+  uint64_t capacity = Segment::capacity_for(settings.ring_mb);
+  r->segment_ = Segment::create(segment_name, capacity, process, r->trace_path_, error);
+  if (!r->segment_ && capacity > Segment::capacity_for(kDefaultRingMb)) {
+    // NCCLWATCH_RING_MB larger than /dev/shm can hold: the default size still records.
+    std::fprintf(stderr, "ncclwatch: %s; using the default %g MiB ring\n", error->c_str(),
+                 kDefaultRingMb);
+    error->clear();
+    r->settings_.ring_mb = kDefaultRingMb;
+    r->segment_ = Segment::create(segment_name, Segment::capacity_for(kDefaultRingMb), process,
+                                  r->trace_path_, error);
+  }
   if (!r->segment_) return nullptr;
   r->writer_ = TraceWriter::open(r->trace_path_, process, error);
   if (!r->writer_) {
@@ -86,9 +95,23 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
 
 RecorderInstance::~RecorderInstance() {
   if (drain_.joinable()) {
-    stop_.store(true);
+    stop_drain();
     drain_.join();
   }
+}
+
+void RecorderInstance::stop_drain() {
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    stop_.store(true, std::memory_order_release);
+  }
+  wake_.notify_all();
+}
+
+void RecorderInstance::wait_drain_period() {
+  std::unique_lock<std::mutex> lock(wake_mutex_);
+  wake_.wait_for(lock, std::chrono::milliseconds(settings_.drain_ms),
+                 [this] { return stop_.load(std::memory_order_acquire); });
 }
 
 void RecorderInstance::emit_clock() {
@@ -146,14 +169,14 @@ void RecorderInstance::drain_loop() {
       emit_clock();
       next_clock = now_ns() + kClockPeriodNs;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(settings_.drain_ms));
+    wait_drain_period();
   }
 }
 
 void RecorderInstance::finish() {
   if (finished_) return;
   finished_ = true;
-  stop_.store(true, std::memory_order_release);
+  stop_drain();  // wakes the drain thread: exit never waits for the rest of a drain period
   if (drain_.joinable()) drain_.join();
   emit_clock();
   // Drain the rest. A slot claimed but never committed belongs to a thread that is still inside

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -40,6 +42,9 @@ class RecorderInstance {
   RecorderInstance() = default;
   void drain_loop();
   bool drain_once();
+  // Sleeps one drain period, or less when stop_drain() is called (exit must not wait for it).
+  void wait_drain_period();
+  void stop_drain();
   void emit_clock();
 
   Settings settings_;
@@ -49,6 +54,9 @@ class RecorderInstance {
   Ring ring_;
   std::thread drain_;
   std::atomic<bool> stop_{false};
+  // Only the drain thread and finish() use them, never the hot path.
+  std::mutex wake_mutex_;
+  std::condition_variable wake_;
   bool write_failed_ = false;
   bool finished_ = false;
 };
