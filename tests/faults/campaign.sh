@@ -461,8 +461,6 @@ case_copy_of_a_rank_trace_is_loaded_once() {
 # a failure is reported as pending instead of failing the campaign. Remove a name when its fix
 # lands, so that a regression fails again.
 declare -A PENDING=(
-  [drain_ms_does_not_delay_exit]="NCCLWATCH_DRAIN_MS must not hold the exit (issue 10 item 6, shim)"
-  [ring_size_that_cannot_be_reserved_falls_back]="fallback to the default ring (item 6, shim)"
   [report_out_of_memory_is_one_line]="allocation failure as one line (item 4, inputs)"
   [topo_fifo_does_not_block]="topo on a FIFO (item 6, inputs)"
   [kineto_fifo_does_not_block]="the Kineto reader on a FIFO (inputs)"
