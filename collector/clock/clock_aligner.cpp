@@ -7,6 +7,7 @@
 
 #include "clock/host_groups.h"
 #include "clock/robust_estimate.h"
+#include "clock/saturating.h"
 
 namespace ncclwatch::clock {
 
@@ -50,7 +51,7 @@ void sample_instance(const model::JobTrace& job, const model::MatchResult& match
     int64_t t = all_gpu ? c.gpu_end_ns : c.exit_ns;
     if (t <= 0 || (!all_gpu && c.exit_ns < c.enter_ns)) continue;  // never returned
     uint32_t h = hosts.host_of_rank[m.rank_index];
-    scratch.push_back(HostTime{h, t + base[h]});
+    scratch.push_back(HostTime{h, sat_add(t, base[h])});
   }
   std::sort(scratch.begin(), scratch.end(), [](const HostTime& x, const HostTime& y) {
     return x.host != y.host ? x.host < y.host : x.t < y.t;
@@ -66,7 +67,7 @@ void sample_instance(const model::JobTrace& job, const model::MatchResult& match
       anchor_t = t;
     } else {
       auto& ps = pairs[{anchor, scratch[i].host}];
-      (all_gpu ? ps.gpu : ps.host).push_back(anchor_t - t);
+      (all_gpu ? ps.gpu : ps.host).push_back(sat_sub(anchor_t, t));
     }
     i = j;
   }
@@ -84,7 +85,7 @@ model::ClockAlignment align_clocks(const model::JobTrace& job, const model::Matc
   std::vector<int64_t> base(nh, 0);
   for (std::size_t h = 0; h < nh; ++h) {
     if (hosts.wall_known[h] && hosts.wall_known[0])
-      base[h] = hosts.wall_offset[h] - hosts.wall_offset[0];
+      base[h] = sat_sub(hosts.wall_offset[h], hosts.wall_offset[0]);
   }
 
   std::map<std::pair<uint32_t, uint32_t>, PairSamples> pairs;
@@ -135,11 +136,11 @@ model::ClockAlignment align_clocks(const model::JobTrace& job, const model::Matc
     const double se = 1.2533 * static_cast<double>(best->est.spread) /
                       std::sqrt(static_cast<double>(best->est.kept));
     const bool significant = std::fabs(static_cast<double>(best->est.median)) >= 2.0 * se;
-    const int64_t step = significant ? (forward ? best->est.median : -best->est.median) : 0;
-    correction[to] = correction[from] + step;
+    const int64_t step = significant ? (forward ? best->est.median : sat_neg(best->est.median)) : 0;
+    correction[to] = sat_add(correction[from], step);
     placed[to] = true;
     model::HostOffset& ho = out.hosts[to];
-    ho.residual_ns = out.hosts[from].residual_ns + best->est.spread;
+    ho.residual_ns = sat_add(out.hosts[from].residual_ns, best->est.spread);
     ho.samples = best->est.kept;
     ho.method =
         std::string(best->method) + (significant ? "" : " (not significant: wall clock kept)");
@@ -147,7 +148,7 @@ model::ClockAlignment align_clocks(const model::JobTrace& job, const model::Matc
   for (std::size_t h = 0; h < nh; ++h) {
     model::HostOffset& ho = out.hosts[h];
     ho.host = hosts.names[h];
-    ho.offset_ns = base[h] + correction[h];
+    ho.offset_ns = sat_add(base[h], correction[h]);
     if (!placed[h])
       ho.method = hosts.wall_known[h] && hosts.wall_known[0] ? "wall-clock (no support)"
                                                              : "none (no support)";

@@ -40,7 +40,9 @@ RankBuilder::RankBuilder(const format::TraceHeader& header, std::string source) 
   info.cupti_dropped = header.cupti_dropped;
   info.salvaged = header.state == format::kTraceStateSalvaged;
   info.complete = header.state == format::kTraceStateClosed || info.salvaged;
-  if (p.start_monotonic_ns > 0 && p.start_realtime_ns > 0)
+  constexpr int64_t kMaxTimeNs = int64_t{1} << 62;  // as record_check: beyond it is damage
+  if (p.start_monotonic_ns > 0 && p.start_realtime_ns > 0 && p.start_monotonic_ns <= kMaxTimeNs &&
+      p.start_realtime_ns <= kMaxTimeNs)
     info.wall_offset_ns = p.start_realtime_ns - p.start_monotonic_ns;
 }
 

@@ -9,9 +9,16 @@ using format::RecordKind;
 // Ten years of nanoseconds: no interval of one process is longer, so anything longer is garbage.
 constexpr int64_t kMaxSpanNs = int64_t{10} * 365 * 24 * 3600 * 1'000'000'000;
 
-// A time pair is usable if both ends are non-negative and ordered, and the span is plausible.
+// Clock readings beyond 2^62 ns (146 years of CLOCK_MONOTONIC, year 2116 of CLOCK_REALTIME) come
+// from damaged files only. Rejecting them here keeps every sum and difference of two times in
+// int64 for the analyses downstream.
+constexpr int64_t kMaxTimeNs = int64_t{1} << 62;
+
+// A time pair is usable if both ends are non-negative, plausible and ordered, and the span is
+// plausible.
 const char* check_span(int64_t begin, int64_t end, const char* reversed) {
   if (begin < 0 || end < 0) return "negative timestamp";
+  if (begin > kMaxTimeNs || end > kMaxTimeNs) return "implausible timestamp (beyond 2^62 ns)";
   if (end < begin) return reversed;
   if (end - begin > kMaxSpanNs) return "interval longer than ten years";
   return nullptr;
@@ -78,6 +85,8 @@ const char* record_problem(const format::Record& rec) noexcept {
       return check_identity(rec.identity);
     case RecordKind::kClock:
       if (rec.clock.monotonic_ns <= 0 || rec.clock.realtime_ns <= 0) return "clock anchor <= 0";
+      if (rec.clock.monotonic_ns > kMaxTimeNs || rec.clock.realtime_ns > kMaxTimeNs)
+        return "implausible timestamp (beyond 2^62 ns)";
       return nullptr;
     case RecordKind::kKernel:
       if (rec.prefix.u8a > static_cast<uint8_t>(format::ActivityKind::kMemset))
@@ -87,6 +96,7 @@ const char* record_problem(const format::Record& rec) noexcept {
       return check_string(rec.string);
     case RecordKind::kKernelLink:
       if (rec.link.t_ns < 0) return "negative timestamp";
+      if (rec.link.t_ns > kMaxTimeNs) return "implausible timestamp (beyond 2^62 ns)";
       return nullptr;
     case RecordKind::kCollGpu:
       return check_span(rec.coll_gpu.start_ns, rec.coll_gpu.end_ns,

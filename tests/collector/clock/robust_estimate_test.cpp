@@ -22,4 +22,14 @@ TEST(RobustEstimate, EvenCountAndEmpty) {
   EXPECT_EQ(e.median, 0);
 }
 
+TEST(RobustEstimate, SamplesSpanningTheWholeInt64RangeSaturate) {
+  std::vector<int64_t> s = {INT64_MIN, INT64_MIN + 1, INT64_MAX - 1, INT64_MAX};
+  RobustEstimate e = robust_estimate(s);
+  EXPECT_EQ(e.kept + e.rejected, 4u);
+  EXPECT_GE(e.spread, 0);
+  EXPECT_LE(e.median, INT64_MAX);
+  std::vector<int64_t> two = {INT64_MIN, INT64_MAX};
+  EXPECT_NEAR(static_cast<double>(robust_estimate(two).median), 0.0, 1.0);  // midpoint -0.5
+}
+
 }  // namespace ncclwatch::clock

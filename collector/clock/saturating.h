@@ -1,0 +1,39 @@
+// int64 nanosecond arithmetic that saturates instead of overflowing. Trace times come from
+// untrusted files: a timestamp near INT64_MAX must give a wrong-but-bounded offset that the
+// checks downstream reject, never signed overflow (undefined behaviour; UBSan found
+// "lateness -2305843009 s").
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+namespace ncclwatch::clock {
+
+inline int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (!__builtin_add_overflow(a, b, &r)) return r;
+  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+}
+
+inline int64_t sat_sub(int64_t a, int64_t b) {
+  int64_t r;
+  if (!__builtin_sub_overflow(a, b, &r)) return r;
+  return b < 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+}
+
+inline int64_t sat_neg(int64_t a) {
+  return a == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -a;
+}
+
+inline int64_t sat_abs(int64_t a) {
+  return a < 0 ? sat_neg(a) : a;
+}
+
+inline int64_t sat_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (!__builtin_mul_overflow(a, b, &r)) return r;
+  return (a < 0) != (b < 0) ? std::numeric_limits<int64_t>::min()
+                            : std::numeric_limits<int64_t>::max();
+}
+
+}  // namespace ncclwatch::clock
