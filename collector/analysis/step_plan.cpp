@@ -174,7 +174,14 @@ bool steps_from_ranges(const model::RankTrace& rank, StepPlan& plan) {
       best_key = key;
     }
   }
-  if (!best) return false;
+  if (!best) {
+    // PyTorch's own step marker is a step even when the profiler recorded only one of them
+    // (schedule active=1): one step, not "none found". Other names need two to be a loop.
+    const auto profiler = families.find("profilerstep");
+    if (profiler == families.end()) return false;
+    best = &profiler->second;
+    best_key = profiler->first;
+  }
   std::vector<Interval> spans = *best;
   std::sort(spans.begin(), spans.end(),
             [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
@@ -189,7 +196,7 @@ bool steps_from_ranges(const model::RankTrace& rank, StepPlan& plan) {
   for (std::size_t i = 0; i + 1 < plan.steps.size(); ++i)
     plan.steps[i].end = plan.steps[i + 1].begin;
   plan.source = "ranges named like '" + example[best_key] + "'";
-  return plan.steps.size() >= 2;
+  return plan.steps.size() >= 2 || (plan.steps.size() == 1 && best_key == "profilerstep");
 }
 
 bool steps_from_period(const model::RankTrace& rank, int64_t trace_begin, StepPlan& plan) {

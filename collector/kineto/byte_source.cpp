@@ -4,6 +4,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+
 namespace ncclwatch::kineto {
 
 ByteSource::ByteSource(const std::string& path, std::size_t chunk_bytes) : in_(chunk_bytes) {
@@ -12,6 +16,9 @@ ByteSource::ByteSource(const std::string& path, std::size_t chunk_bytes) : in_(c
     error_ = std::string("cannot open: ") + std::strerror(errno);
     return;
   }
+  struct stat st {};
+  if (::fstat(fileno(file_), &st) == 0 && S_ISREG(st.st_mode))
+    file_bytes_ = static_cast<uint64_t>(st.st_size);
   // Sniff the first bytes: gzip or plain.
   pending_ = std::fread(in_.data(), 1, in_.size(), file_);
   raw_read_ = pending_;
@@ -65,6 +72,17 @@ std::size_t ByteSource::read_raw(char* out, std::size_t capacity) {
 
 std::size_t ByteSource::inflate_some(char* out, std::size_t capacity) {
   z_.next_out = reinterpret_cast<Bytef*>(out);
+  if (max_inflated_ != 0) {
+    if (inflated_ >= max_inflated_) {
+      if (z_stream_end_ && z_.avail_in == 0 && eof_) return 0;  // ended right at the limit
+      error_ = fmt::format(
+          "inflates to more than {} MiB from {} MiB compressed: refused as a likely gzip bomb "
+          "(the limit is a ratio of the compressed size; --max-inflate-ratio raises it)",
+          max_inflated_ >> 20, (file_bytes_ + (1 << 20) - 1) >> 20);
+      return 0;
+    }
+    capacity = static_cast<std::size_t>(std::min<uint64_t>(capacity, max_inflated_ - inflated_));
+  }
   z_.avail_out = static_cast<uInt>(std::min<std::size_t>(capacity, 1u << 30));
   const uInt want = z_.avail_out;
   while (z_.avail_out > 0) {
@@ -109,6 +127,7 @@ std::size_t ByteSource::inflate_some(char* out, std::size_t capacity) {
     }
   }
   const std::size_t produced = want - z_.avail_out;
+  inflated_ += produced;
   if (produced == 0 && ok() && eof_ && z_.avail_in == 0 && !z_stream_end_) {
     error_ = "truncated gzip (the compressed stream ends early)";
   }

@@ -28,6 +28,12 @@ class ByteSource {
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }  // one line, empty when fine
   bool gzip() const { return gzip_; }
+  // Bounds what a gzip file may inflate to: once more than `max_bytes` came out, read() stops
+  // with an error (a gzip bomb: 1 MB can inflate to 1 GB). 0 = no bound.
+  void limit_inflated(uint64_t max_bytes) { max_inflated_ = max_bytes; }
+  uint64_t inflated_bytes() const { return inflated_; }
+  // Size of the file on disk when opened (0 when unknown: a pipe).
+  uint64_t file_bytes() const { return file_bytes_; }
   uint64_t compressed_bytes_read() const { return raw_read_; }
 
  private:
@@ -44,6 +50,9 @@ class ByteSource {
   std::size_t sniffed_ = 0;  // bytes read to sniff the format (plain files hand them out first)
   std::size_t pending_ = 0;  // sniffed bytes in in_ not yet handed out
   uint64_t raw_read_ = 0;
+  uint64_t file_bytes_ = 0;
+  uint64_t inflated_ = 0;
+  uint64_t max_inflated_ = 0;
   std::string error_;
 };
 

@@ -3,10 +3,29 @@
 #include <algorithm>
 #include <utility>
 
-namespace ncclwatch::kineto {
+#include <fmt/format.h>
 
-EventSplitter::EventSplitter(Sink& sink, std::vector<std::string> wanted_top_level_keys)
-    : sink_(sink), wanted_(std::move(wanted_top_level_keys)) {}
+namespace ncclwatch::kineto {
+namespace {
+// Top-level keys are only compared with a few short names: a longer one need not be kept whole.
+constexpr std::size_t kMaxKeyBytes = 256;
+}  // namespace
+
+EventSplitter::EventSplitter(Sink& sink, std::vector<std::string> wanted_top_level_keys,
+                             std::size_t max_event_bytes)
+    : sink_(sink), wanted_(std::move(wanted_top_level_keys)), max_event_bytes_(max_event_bytes) {}
+
+// Whether the capture may grow by `more` bytes; fails the document when it may not.
+bool EventSplitter::carry_fits(std::size_t more) {
+  if (carry_.size() + more <= max_event_bytes_) return true;
+  fail(
+      fmt::format("{} #{} is larger than {} MiB: not a profiler trace event (corrupt file or "
+                  "gzip bomb?)",
+                  capture_top_ ? "top-level value" : "event", events_ + 1, max_event_bytes_ >> 20));
+  carry_.clear();
+  carry_.shrink_to_fit();
+  return false;
+}
 
 void EventSplitter::fail(std::string message) {
   if (state_ == State::kError) return;
@@ -26,11 +45,13 @@ void EventSplitter::start_capture(std::size_t at, bool top_level) {
 void EventSplitter::end_capture(const char* data, std::size_t end) {
   std::string_view json;
   if (carrying_) {
+    if (!carry_fits(end - cap_begin_)) return;
     carry_.append(data + cap_begin_, end - cap_begin_);
     const std::size_t len = carry_.size();
     carry_.resize(len + kSplitterPadding, ' ');  // padding simdjson may read
     json = std::string_view(carry_.data(), len);
   } else {
+    if (end - cap_begin_ > max_event_bytes_) return (void)carry_fits(end - cap_begin_);
     json = std::string_view(data + cap_begin_, end - cap_begin_);
   }
   capturing_ = false;
@@ -133,15 +154,15 @@ void EventSplitter::feed(const char* data, std::size_t len) {
       const char* p = data + i;
       const char* end = data + len;
       while (p < end && *p != '"' && *p != '\\') {
-        if (key_string_) key_.push_back(*p);
+        if (key_string_ && key_.size() < kMaxKeyBytes) key_.push_back(*p);
         ++p;
       }
       i = static_cast<std::size_t>(p - data);
       if (p == end) break;
       if (*p == '\\') {
-        if (key_string_) key_.push_back('\\');
+        if (key_string_ && key_.size() < kMaxKeyBytes) key_.push_back('\\');
         if (i + 1 < len) {
-          if (key_string_) key_.push_back(data[i + 1]);
+          if (key_string_ && key_.size() < kMaxKeyBytes) key_.push_back(data[i + 1]);
           i += 2;
         } else {
           escape_ = true;
@@ -176,6 +197,7 @@ void EventSplitter::feed(const char* data, std::size_t len) {
   }
   if (capturing_) {
     if (!carrying_) carry_.clear();
+    if (!carry_fits(len - cap_begin_)) return;
     carry_.append(data + cap_begin_, len - cap_begin_);
     carrying_ = true;
   }

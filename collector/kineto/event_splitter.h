@@ -27,7 +27,13 @@ class EventSplitter {
     virtual void on_top_level(std::string_view key, std::string_view json) = 0;
   };
 
-  EventSplitter(Sink& sink, std::vector<std::string> wanted_top_level_keys);
+  // An event (or wanted top-level value) longer than this fails the document: a Kineto event is
+  // a few hundred bytes, and one of a gigabyte (a gzip bomb, a corrupt file) must not be copied
+  // into memory.
+  static constexpr std::size_t kDefaultMaxEventBytes = std::size_t{16} << 20;
+
+  EventSplitter(Sink& sink, std::vector<std::string> wanted_top_level_keys,
+                std::size_t max_event_bytes = kDefaultMaxEventBytes);
 
   // `data` must have kSplitterPadding readable bytes after `len` (they are not interpreted).
   void feed(const char* data, std::size_t len);
@@ -47,6 +53,7 @@ class EventSplitter {
   void start_capture(std::size_t at, bool top_level);
   void end_capture(const char* data, std::size_t end);
   void structural(const char* data, std::size_t i, char c);
+  bool carry_fits(std::size_t more);
 
   Sink& sink_;
   std::vector<std::string> wanted_;
@@ -68,6 +75,7 @@ class EventSplitter {
   bool carrying_ = false;      // the capture began in an earlier chunk: its head is in carry_
   std::size_t cap_begin_ = 0;  // where the capture starts in the current chunk
   std::string carry_;
+  std::size_t max_event_bytes_;
   std::string top_key_;
   uint64_t events_ = 0;
   uint64_t bytes_ = 0;

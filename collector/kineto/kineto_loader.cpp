@@ -1,7 +1,6 @@
 #include "kineto/kineto_loader.h"
 
 #include <algorithm>
-#include <atomic>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -13,6 +12,7 @@
 #include "kineto/event_splitter.h"
 #include "kineto/rank_builder.h"
 #include "kineto/trace_event.h"
+#include "trace/parallel_for.h"
 
 namespace ncclwatch::kineto {
 namespace {
@@ -60,16 +60,23 @@ bool is_trace_file(const std::filesystem::path& p) {
 }  // namespace
 
 std::optional<model::RankTrace> load_rank(const std::string& path,
-                                          std::vector<model::InputProblem>& problems) {
+                                          std::vector<model::InputProblem>& problems,
+                                          const LoadLimits& limits) {
   auto problem = [&](std::string message) { problems.push_back({path, std::move(message)}); };
   ByteSource source(path);
   if (!source.ok()) {
     problem(source.error());
     return std::nullopt;
   }
+  if (source.gzip() && limits.max_inflate_ratio != 0) {
+    const uint64_t by_ratio = source.file_bytes() > UINT64_MAX / limits.max_inflate_ratio
+                                  ? UINT64_MAX
+                                  : source.file_bytes() * limits.max_inflate_ratio;
+    source.limit_inflated(std::max(by_ratio, limits.min_inflated_bytes));
+  }
   RankTraceBuilder builder(path);
   BuildingSink sink(builder);
-  EventSplitter splitter(sink, {"distributedInfo"});
+  EventSplitter splitter(sink, {"distributedInfo"}, limits.max_event_bytes);
   std::vector<char> chunk(kChunkBytes + kSplitterPadding, ' ');
   while (!splitter.failed()) {
     const std::size_t n = source.read(chunk.data(), kChunkBytes);
@@ -92,7 +99,7 @@ std::optional<model::RankTrace> load_rank(const std::string& path,
   }
   model::RankTrace trace = builder.finish();
   trace.info.complete = !truncated;
-  trace.info.skipped = sink.bad();
+  trace.info.skipped = sink.bad() + builder.bad_times();
   if (truncated) {
     problem(
         fmt::format("{} after {} events; kept the {} GPU events and {} collectives before the cut",
@@ -102,6 +109,10 @@ std::optional<model::RankTrace> load_rank(const std::string& path,
     problem(
         fmt::format("no GPU events; {} collectives kept with host times only", trace.calls.size()));
   }
+  if (builder.bad_times() > 0) {
+    problem(fmt::format("{} events with unusable times skipped (first: {})", builder.bad_times(),
+                        builder.first_bad_time()));
+  }
   if (sink.bad() > 0) {
     problem(fmt::format("{} malformed events skipped (first: {})", sink.bad(), sink.first_bad()));
   }
@@ -109,7 +120,7 @@ std::optional<model::RankTrace> load_rank(const std::string& path,
 }
 
 model::JobTrace load_job(const std::vector<std::string>& paths_or_dirs,
-                         std::vector<model::InputProblem>& problems) {
+                         std::vector<model::InputProblem>& problems, const LoadLimits& limits) {
   std::vector<std::string> files;
   std::vector<model::InputProblem> dir_problems;
   for (const auto& p : paths_or_dirs) {
@@ -130,20 +141,13 @@ model::JobTrace load_job(const std::vector<std::string>& paths_or_dirs,
     }
   }
 
-  // One thread per file, up to the number of cores: files are independent.
+  // One thread per file, up to the number of cores: files are independent. A worker's exception
+  // (out of memory) comes back here, after every thread has been joined.
   std::vector<std::optional<model::RankTrace>> traces(files.size());
   std::vector<std::vector<model::InputProblem>> file_problems(files.size());
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i = next++; i < files.size(); i = next++)
-      traces[i] = load_rank(files[i], file_problems[i]);
-  };
-  const std::size_t nthreads =
-      std::min<std::size_t>(files.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> threads;
-  for (std::size_t t = 1; t < nthreads; ++t) threads.emplace_back(worker);
-  worker();
-  for (auto& t : threads) t.join();
+  trace::parallel_for(
+      files.size(), std::max(1u, std::thread::hardware_concurrency()),
+      [&](std::size_t i) { traces[i] = load_rank(files[i], file_problems[i], limits); });
 
   model::JobTrace job;
   for (auto& p : dir_problems) problems.push_back(std::move(p));

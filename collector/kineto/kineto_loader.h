@@ -6,6 +6,8 @@
 // kept (kernels, collectives), never with the file size.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +16,15 @@
 
 namespace ncclwatch::kineto {
 
+// Bounds on what an untrusted file may make the reader hold or inflate.
+struct LoadLimits {
+  // A .gz file may inflate to at most this many times its compressed size (and at least
+  // min_inflated_bytes): real traces inflate 10-20x, a gzip bomb ~1000x. 0 = no bound.
+  uint64_t max_inflate_ratio = 100;
+  uint64_t min_inflated_bytes = uint64_t{256} << 20;
+  std::size_t max_event_bytes = std::size_t{16} << 20;  // one event (EventSplitter)
+};
+
 // Loads every file given; a directory contributes the .json / .json.gz files directly inside it
 // (sorted by name). One problem line per file that cannot be used (not JSON, not a trace, no GPU
 // events, truncated gzip, rank already seen); a file cut short keeps the events read before the
@@ -21,10 +32,11 @@ namespace ncclwatch::kineto {
 // Files are parsed in parallel (one thread per file, up to the number of cores). Problems are
 // appended to `problems` only; the caller merges them into JobTrace::problems.
 model::JobTrace load_job(const std::vector<std::string>& paths_or_dirs,
-                         std::vector<model::InputProblem>& problems);
+                         std::vector<model::InputProblem>& problems, const LoadLimits& limits = {});
 
 // One file. Returns nothing (and appends one problem) when the file holds no usable rank.
 std::optional<model::RankTrace> load_rank(const std::string& path,
-                                          std::vector<model::InputProblem>& problems);
+                                          std::vector<model::InputProblem>& problems,
+                                          const LoadLimits& limits = {});
 
 }  // namespace ncclwatch::kineto

@@ -6,6 +6,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "kineto/collective_names.h"
 
 namespace ncclwatch::kineto {
@@ -40,10 +42,32 @@ uint32_t RankTraceBuilder::intern(std::string_view s) {
   return id;
 }
 
+// A complete event's times, checked before any arithmetic on them: NaN/Infinity, negative
+// durations and timestamps near the int64 limit are counted and reported, not clamped.
+bool RankTraceBuilder::times_usable(const TraceEvent& e) {
+  const char* why = nullptr;
+  if (e.bad_ts)
+    why = "ts is not a finite number of microseconds (NaN, Infinity or out of range)";
+  else if (e.bad_dur)
+    why = "dur is not a finite number of microseconds (NaN, Infinity or out of range)";
+  else if (e.ts_ns < 0 || e.ts_ns > kMaxTsNs)
+    why = "implausible ts (negative or beyond year 2116 as epoch time)";
+  else if (e.dur_ns < 0)
+    why = "negative dur";
+  else if (e.dur_ns > kMaxDurNs)
+    why = "implausible dur (over 73 years)";
+  if (why == nullptr) return true;
+  if (bad_times_++ == 0)
+    first_bad_time_ =
+        fmt::format("event #{} '{}': {}", trace_.info.records, e.name.substr(0, 80), why);
+  return false;
+}
+
 void RankTraceBuilder::add(const TraceEvent& e) {
   ++trace_.info.records;
-  if (e.ph != "X" || !e.has_ts) return;  // only complete ("X") events carry what we use
-  const int64_t end = e.ts_ns + std::max<int64_t>(e.dur_ns, 0);
+  // Only complete ("X") events carry what we use.
+  if (e.ph != "X" || !(e.has_ts || e.bad_ts) || !times_usable(e)) return;
+  const int64_t end = e.ts_ns + e.dur_ns;  // both bounded by times_usable: no overflow
   if (e.cat == "kernel" || e.cat == "gpu_memcpy" || e.cat == "gpu_memset") {
     model::KernelEvent k;
     k.start_ns = e.ts_ns;
@@ -97,17 +121,48 @@ void RankTraceBuilder::add(const TraceEvent& e) {
     return;
   }
   if (starts_with(e.name, "ProfilerStep#")) {
-    model::RangeEvent r;
-    r.start_ns = e.ts_ns;
-    r.end_ns = end;
-    r.name = intern(e.name);
-    r.tid = static_cast<uint32_t>(e.tid);
-    trace_.ranges.push_back(r);
+    add_step_range(e, end);
     return;
   }
   if (starts_with(e.name, "nccl:")) {
     annotations_.push_back(Annotation{e.ts_ns, end, e.tid, std::string(e.name)});
   }
+}
+
+void RankTraceBuilder::add_step_range(const TraceEvent& e, int64_t end) {
+  model::RangeEvent r;
+  r.start_ns = e.ts_ns;
+  r.end_ns = end;
+  r.name = intern(e.name);
+  r.tid = static_cast<uint32_t>(e.tid);
+  if (e.cat == "gpu_user_annotation")
+    gpu_steps_.push_back(r);
+  else
+    trace_.ranges.push_back(r);
+}
+
+// CPU step ranges win: a GPU-side ProfilerStep annotation is kept only when no CPU step range
+// overlaps it (a trace that has only the GPU side, or a step whose CPU range was cut off).
+// Counting both would make 3 steps look like 5 and shift the steady-state window.
+void RankTraceBuilder::merge_gpu_steps() {
+  if (gpu_steps_.empty()) return;
+  std::vector<std::pair<int64_t, int64_t>> cpu;
+  cpu.reserve(trace_.ranges.size());
+  for (const auto& r : trace_.ranges) cpu.emplace_back(r.start_ns, r.end_ns);
+  std::sort(cpu.begin(), cpu.end());
+  // Running maximum of the ends, so one binary search answers "does any CPU range overlap?".
+  std::vector<int64_t> max_end(cpu.size());
+  for (std::size_t i = 0; i < cpu.size(); ++i)
+    max_end[i] = std::max(cpu[i].second, i > 0 ? max_end[i - 1] : INT64_MIN);
+  for (const auto& g : gpu_steps_) {
+    // CPU ranges starting before the GPU range ends; any of them ending after it starts overlaps.
+    const auto n = static_cast<std::size_t>(
+        std::lower_bound(cpu.begin(), cpu.end(), std::make_pair(g.end_ns, INT64_MIN)) -
+        cpu.begin());
+    const bool overlapped = n > 0 && max_end[n - 1] > g.start_ns;
+    if (!overlapped) trace_.ranges.push_back(g);
+  }
+  gpu_steps_.clear();
 }
 
 void RankTraceBuilder::set_distributed_info(std::string_view json) {
@@ -302,6 +357,7 @@ model::RankTrace RankTraceBuilder::finish() {
                 [&](const model::LaunchEvent& l) { return !gpu_corr.count(l.correlation); });
   std::stable_sort(trace_.launches.begin(), trace_.launches.end(),
                    [](const auto& a, const auto& b) { return a.enter_ns < b.enter_ns; });
+  merge_gpu_steps();
   std::stable_sort(trace_.ranges.begin(), trace_.ranges.end(),
                    [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
   for (const auto& k : trace_.kernels) {

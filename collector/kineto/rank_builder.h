@@ -27,6 +27,15 @@ class RankTraceBuilder {
 
   uint64_t gpu_events() const { return kernels_.size(); }
   uint64_t comm_ops() const { return ops_.size(); }
+  // Complete events skipped for unusable times (see kMaxTsNs); the first one described.
+  uint64_t bad_times() const { return bad_times_; }
+  const std::string& first_bad_time() const { return first_bad_time_; }
+
+  // Plausible times: timestamps from 0 to 2^62 ns (year 2116 as epoch time) and durations up to
+  // 2^61 ns, so that ts + dur and the difference of any two fit in int64 (the analyses subtract
+  // and add them freely). Beyond that a trace is corrupt, not a long run.
+  static constexpr int64_t kMaxTsNs = int64_t{1} << 62;
+  static constexpr int64_t kMaxDurNs = int64_t{1} << 61;
   const std::string& nccl_version() const { return nccl_version_; }
 
  private:
@@ -61,6 +70,9 @@ class RankTraceBuilder {
   void link_kernels_to_calls();
   void describe_calls();
   void drop_anonymous_calls();
+  bool times_usable(const TraceEvent& e);
+  void add_step_range(const TraceEvent& e, int64_t end);
+  void merge_gpu_steps();
 
   model::RankTrace trace_;
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> name_ids_;
@@ -68,6 +80,11 @@ class RankTraceBuilder {
   std::vector<int64_t> kernel_external_;  // External id per kernels_ entry
   std::vector<CommOp> ops_;
   std::vector<Annotation> annotations_;
+  // ProfilerStep#N as a GPU-side annotation (gpu_user_annotation): Kineto writes these next to
+  // the CPU range of the same step; they count only where no CPU step range covers the time.
+  std::vector<model::RangeEvent> gpu_steps_;
+  uint64_t bad_times_ = 0;
+  std::string first_bad_time_;
   int32_t trace_rank_ = -1;  // from args "Rank" when distributedInfo lacks it
   std::string nccl_version_;
 };

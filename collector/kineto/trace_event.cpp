@@ -159,8 +159,9 @@ bool TraceEventParser::parse(std::string_view json, TraceEvent& out) {
       get_str(v, out.name);
     } else if (key == "ts") {
       out.has_ts = get_time(v, out.ts_ns);
+      out.bad_ts = !out.has_ts;
     } else if (key == "dur") {
-      get_time(v, out.dur_ns);
+      out.bad_dur = !get_time(v, out.dur_ns);
     } else if (key == "pid") {
       get_int(v, out.pid);
     } else if (key == "tid") {

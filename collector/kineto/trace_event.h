@@ -17,6 +17,10 @@ struct TraceEvent {
   int64_t ts_ns = 0;
   int64_t dur_ns = 0;
   bool has_ts = false;
+  // A "ts" / "dur" key whose value is no finite number in range (NaN, Infinity, garbage, beyond
+  // int64 ns): an input problem, never silently a zero or a dropped event.
+  bool bad_ts = false;
+  bool bad_dur = false;
   int64_t pid = -1;  // -1 when not a number (Kineto writes "Spans", "Traces", ...)
   int64_t tid = -1;
   // args (only the keys the reader uses; -1 / empty when absent)

@@ -70,9 +70,20 @@ uint64_t write(std::FILE* f, std::string* s, const SyntheticTraceSpec& spec, uin
     if (min_bytes == 0 && step >= spec.steps) break;
     if (min_bytes > 0 && w.bytes() >= min_bytes) break;
     const int64_t t0 = kBaseUs + step * step_length_us(spec);
-    w.emit(
-        R"J({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"External id": {}, "Record function id": 0, "Ev Idx": {}}}}})J",
-        step + 1, pid, tid, ts(t0 - 5, 0), step_length_us(spec) - 10, ext, ext);
+    if (spec.gpu_step_annotations) {
+      const int64_t gpu_end =
+          t0 +
+          std::max<int64_t>(int64_t{kKernelPitchUs} * spec.compute_kernels_per_step,
+                            kNcclStartUs + int64_t{kNcclPitchUs} * spec.allreduces_per_step) +
+          spec.rank_delay_us;
+      w.emit(
+          R"J({{"ph": "X", "cat": "gpu_user_annotation", "name": "ProfilerStep#{}", "pid": {}, "tid": 7, "ts": {}, "dur": {}, "args": {{"External id": {}}}}})J",
+          step + 1, spec.rank, ts(t0 + 2, 0), gpu_end - t0 - 2, ext);
+    }
+    if (spec.cpu_steps)
+      w.emit(
+          R"J({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"External id": {}, "Record function id": 0, "Ev Idx": {}}}}})J",
+          step + 1, pid, tid, ts(t0 - 5, 0), step_length_us(spec) - 10, ext, ext);
     ++ext;
     for (int k = 0; k < spec.compute_kernels_per_step; ++k) {
       const int64_t ks = t0 + kKernelPitchUs * k;

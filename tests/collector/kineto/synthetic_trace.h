@@ -19,6 +19,11 @@ struct SyntheticTraceSpec {
   int64_t rank_delay_us = 0;          // shifts this rank's NCCL kernels later (a straggler)
   bool fractional_ts = true;          // "1234.567" timestamps like PyTorch >= 2.3
   std::string pg_name = "0";          // "" writes old-style record_param_comms (no args)
+  // ProfilerStep#N also as a GPU-side "gpu_user_annotation" (on the compute stream, from the
+  // step's first kernel to its last NCCL kernel), as Kineto writes on ROCm (MI300) and newer
+  // CUDA builds; `cpu_steps` = false leaves the CPU ranges out.
+  bool gpu_step_annotations = false;
+  bool cpu_steps = true;
 };
 
 // Each step: compute kernels k*12 .. k*12+10 µs (from the step's start); NCCL kernel j of the
