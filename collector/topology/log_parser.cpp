@@ -1,38 +1,133 @@
 #include "topology/log_parser.h"
 
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "topology/dump_reader.h"
 #include "topology/text_scan.h"
 
 namespace ncclwatch::topology {
 
+namespace {
+
+// What a file's first bytes say it is: an NCCL XML dump starts with '<' (after blanks), but so
+// does a log pasted with its host field redacted ("<hostname>:924:924 [5] NCCL INFO ..."): the
+// log's NCCL INFO lines decide.
+bool looks_like_xml(std::string_view head) {
+  std::string_view t = scan::trim(head.substr(0, 256));
+  return !t.empty() && t.front() == '<' && head.find("NCCL INFO") == std::string_view::npos;
+}
+
+// Opens `path` for reading without blocking on a FIFO and without reading a device; -1 and
+// `why` when it is not a readable regular file.
+int open_regular(const std::string& path, std::string& why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    why = std::string("cannot be read: ") + std::strerror(errno);
+    return -1;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    why = "not a regular file (a FIFO, socket or device is not read): skipped";
+    ::close(fd);
+    return -1;
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+// read(2) that retries on EINTR.
+ssize_t read_some(int fd, char* out, std::size_t size) {
+  for (;;) {
+    const ssize_t n = ::read(fd, out, size);
+    if (n >= 0 || errno != EINTR) return n;
+  }
+}
+
+}  // namespace
+
 void LogParser::add_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    set_.problems.push_back(path + ": cannot be read");
+  std::string why;
+  const int fd = open_regular(path, why);
+  if (fd < 0) {
+    set_.problems.push_back(path + ": " + why);
     return;
   }
-  constexpr std::size_t kMax = std::size_t{1} << 30;
-  std::string text;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<std::size_t>(in.gcount()));
-    if (text.size() > kMax) {
-      set_.problems.push_back(path + ": larger than 1 GiB, read the first 1 GiB");
+  ++set_.stats.files;
+  std::vector<char> buf(std::size_t{1} << 16);
+  std::string line;    // a line split across reads (at most kMaxLineBytes are kept)
+  std::string xml;     // the whole file, once it is known to be XML
+  uint64_t total = 0;  // bytes read
+  uint64_t cut_lines = 0;
+  bool decided = false, is_xml = false, cut = false;
+  for (;;) {
+    const ssize_t n = read_some(fd, buf.data(), buf.size());
+    if (n < 0) {
+      set_.problems.push_back(path + ": read error after " + std::to_string(total) +
+                              " bytes: " + std::strerror(errno) + " (kept what came before)");
+      break;
+    }
+    if (n == 0) break;
+    std::string_view chunk(buf.data(), static_cast<std::size_t>(n));
+    total += chunk.size();
+    if (!decided) {
+      decided = true;
+      is_xml = looks_like_xml(chunk);
+    }
+    if (is_xml) {
+      if (xml.size() + chunk.size() > kMaxXmlBytes) {
+        set_.problems.push_back(path + ": XML larger than " + std::to_string(kMaxXmlBytes >> 20) +
+                                " MiB: read the first " + std::to_string(kMaxXmlBytes >> 20) +
+                                " MiB");
+        xml.append(chunk.substr(0, kMaxXmlBytes - xml.size()));
+        break;
+      }
+      xml.append(chunk);
+      continue;
+    }
+    while (!chunk.empty()) {
+      const std::size_t nl = chunk.find('\n');
+      const std::string_view piece = chunk.substr(0, nl);
+      if (line.size() + piece.size() > kMaxLineBytes) {
+        if (!cut) ++cut_lines;
+        cut = true;
+        line.append(piece.substr(0, kMaxLineBytes - line.size()));
+      } else {
+        line.append(piece);
+      }
+      if (nl == std::string_view::npos) break;
+      add_line(path, line);
+      line.clear();
+      cut = false;
+      chunk.remove_prefix(nl + 1);
+    }
+    if (total >= kMaxLogBytes) {
+      set_.problems.push_back(path + ": larger than " + std::to_string(kMaxLogBytes >> 30) +
+                              " GiB, read the first " + std::to_string(kMaxLogBytes >> 30) +
+                              " GiB");
       break;
     }
   }
-  add_text(path, text);
+  ::close(fd);
+  if (is_xml) {
+    add_xml(path, xml);
+    return;
+  }
+  if (!line.empty()) add_line(path, line);
+  if (cut_lines > 0)
+    set_.problems.push_back(path + ": " + std::to_string(cut_lines) + " line(s) longer than " +
+                            std::to_string(kMaxLineBytes >> 10) + " KiB, cut there");
+  end_file(path);
 }
 
 void LogParser::add_text(const std::string& file, std::string_view text) {
   ++set_.stats.files;
-  std::string_view head = scan::trim(text.substr(0, 256));
-  if (!head.empty() && head.front() == '<') {
-    if (!read_dump(file, text, set_))
-      set_.problems.push_back(file + ": XML, but not an NCCL topology or graph dump");
+  if (looks_like_xml(text.substr(0, std::size_t{1} << 16))) {
+    add_xml(file, text);
     return;
   }
   while (!text.empty()) {
@@ -41,9 +136,56 @@ void LogParser::add_text(const std::string& file, std::string_view text) {
     text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
     add_line(file, line);
   }
+  end_file(file);
+}
+
+void LogParser::add_xml(const std::string& file, std::string_view text) {
+  if (!read_dump(file, text, set_))
+    set_.problems.push_back(file + ": XML, but not an NCCL topology or graph dump");
+}
+
+void LogParser::end_file(const std::string& file) {
   // Inits still open at the end of a file were cut short (crash, hang, truncated copy).
-  for (auto it = open_.begin(); it != open_.end();)
-    it = std::get<0>(it->first) == file ? open_.erase(it) : std::next(it);
+  for (auto it = open_.begin(); it != open_.end();) {
+    auto here = it++;
+    if (std::get<0>(here->first) == file) close_thread(here);
+  }
+}
+
+void LogParser::index_comm(std::size_t record) {
+  const RankView& r = set_.ranks[record];
+  if (!r.comm_ptr.empty() && open_refs_[record] > 0)
+    open_comm_.try_emplace(CommKey{r.file, r.host, r.pid, r.comm_ptr}, record);
+}
+
+void LogParser::set_open(const Thread& t, std::size_t record) {
+  auto [it, fresh] = open_.try_emplace(t, record);
+  if (!fresh) {
+    if (it->second == record) return;
+    const std::size_t old = it->second;
+    it->second = record;
+    if (--open_refs_[old] == 0) close_record(old);
+  }
+  ++open_refs_[record];
+  threads_of_[record].push_back(t);
+  index_comm(record);
+}
+
+void LogParser::close_thread(std::map<Thread, std::size_t>::iterator it) {
+  const std::size_t record = it->second;
+  open_.erase(it);
+  if (--open_refs_[record] == 0) close_record(record);
+}
+
+// The record is no longer open on any thread: forget its comm pointer and thread list.
+void LogParser::close_record(std::size_t record) {
+  const RankView& r = set_.ranks[record];
+  if (!r.comm_ptr.empty()) {
+    auto it = open_comm_.find(CommKey{r.file, r.host, r.pid, r.comm_ptr});
+    if (it != open_comm_.end() && it->second == record) open_comm_.erase(it);
+  }
+  threads_of_[record].clear();
+  threads_of_[record].shrink_to_fit();
 }
 
 std::size_t LogParser::new_record(const std::string& file, const LinePrefix& p) {
@@ -55,6 +197,8 @@ std::size_t LogParser::new_record(const std::string& file, const LinePrefix& p) 
   Device d{file, p.host, p.pid, p.dev};
   r.ordinal = ordinals_[d]++;
   set_.ranks.push_back(std::move(r));
+  open_refs_.push_back(0);
+  threads_of_.emplace_back();
   std::size_t index = set_.ranks.size() - 1;
   last_on_dev_[d] = index;
   return index;
@@ -74,7 +218,7 @@ std::size_t LogParser::record_for(const std::string& file, const ParsedLine& lin
       return it->second;
   }
   std::size_t r = new_record(file, p);
-  open_[t] = r;
+  set_open(t, r);
   return r;
 }
 
@@ -89,18 +233,15 @@ void LogParser::apply_comm(const std::string& file, const ParsedLine& line) {
   }
   if (index == SIZE_MAX) {
     // The same comm's init may have started on another thread of the process.
-    for (auto& [thread, rec] : open_) {
-      const RankView& r = set_.ranks[rec];
-      if (std::get<0>(thread) == file && r.host == p.host && r.pid == p.pid &&
-          r.comm_ptr == f.ptr) {
-        index = rec;
-        break;
-      }
-    }
+    if (auto it = open_comm_.find(CommKey{file, p.host, p.pid, f.ptr}); it != open_comm_.end())
+      index = it->second;
   }
   if (index == SIZE_MAX) index = new_record(file, p);
   RankView& r = set_.ranks[index];
-  if (r.comm_ptr.empty()) r.comm_ptr = f.ptr;
+  if (r.comm_ptr.empty()) {
+    r.comm_ptr = f.ptr;
+    index_comm(index);
+  }
   if (r.comm_line.empty()) r.comm_line = std::string(line.message);
   if (!f.comm_id.empty()) r.comm_id = f.comm_id;
   r.rank = f.rank;
@@ -113,10 +254,13 @@ void LogParser::apply_comm(const std::string& file, const ParsedLine& line) {
   if (f.complete) {
     r.complete = true;
     // This thread's init is over; drop every open entry pointing at it.
-    for (auto it = open_.begin(); it != open_.end();)
-      it = it->second == index ? open_.erase(it) : std::next(it);
+    const std::vector<Thread> threads = threads_of_[index];
+    for (const Thread& th : threads) {
+      auto it = open_.find(th);
+      if (it != open_.end() && it->second == index) close_thread(it);
+    }
   } else {
-    open_[t] = index;
+    set_open(t, index);
   }
 }
 
@@ -195,6 +339,9 @@ void LogParser::add_line(const std::string& file, std::string_view line) {
 
 LogSet LogParser::take() {
   open_.clear();
+  open_refs_.clear();
+  threads_of_.clear();
+  open_comm_.clear();
   last_on_dev_.clear();
   ordinals_.clear();
   last_graph_.clear();

@@ -79,7 +79,7 @@ std::vector<std::string> find_logs(const std::string& dir) {
   return out;
 }
 
-void add_to_report(const std::vector<std::string>& logs, const model::JobTrace& job,
+bool add_to_report(const std::vector<std::string>& logs, const model::JobTrace& job,
                    const model::MatchResult& match, model::Report& report) {
   LogParser parser;
   for (const auto& path : logs) parser.add_file(path);
@@ -148,7 +148,20 @@ void add_to_report(const std::vector<std::string>& logs, const model::JobTrace& 
     if (!f.evidence.empty()) body += "      evidence: " + f.evidence + "\n";
     body += "      try: " + f.advice + "\n";
   }
-  if (found.empty() && !logs.empty()) body += "  no topology problem found\n";
+  // Files that held nothing NCCL wrote (random bytes, another program's log, unreadable) are not
+  // a healthy topology: say so instead of "no problem found".
+  const bool recognised =
+      set.stats.nccl_lines > 0 || !set.topo_dumps.empty() || !set.graph_dumps.empty();
+  if (!logs.empty() && !recognised) {
+    body += "  no NCCL log recognised: none of the " + std::to_string(logs.size()) +
+            " input(s) holds an NCCL INFO line or an NCCL topology/graph XML dump (is it the "
+            "output of NCCL_DEBUG=INFO?)\n";
+    report.findings.push_back(
+        {model::Severity::kInfo, "topology",
+         "no NCCL log recognised in " + std::to_string(logs.size()) + " input(s)"});
+  } else if (found.empty() && !logs.empty()) {
+    body += "  no topology problem found\n";
+  }
   for (const auto& p : set.problems) body += "  input: " + p + "\n";
 
   j["comms"] = nlohmann::json::array();
@@ -161,6 +174,7 @@ void add_to_report(const std::vector<std::string>& logs, const model::JobTrace& 
                 {"skipped", set.stats.unknown},
                 {"malformed", set.stats.malformed},
                 {"xml_elements", set.stats.xml_elements},
+                {"recognised", recognised || logs.empty()},
                 {"versions", set.versions},
                 {"problems", set.problems}};
   nlohmann::json dumps = nlohmann::json::array();
@@ -185,6 +199,7 @@ void add_to_report(const std::vector<std::string>& logs, const model::JobTrace& 
   j["logs"] = logs;
   report.json["topology"] = std::move(j);
   report.sections.push_back({"Topology", body});
+  return recognised;
 }
 
 }  // namespace ncclwatch::topology

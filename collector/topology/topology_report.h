@@ -22,7 +22,9 @@ std::vector<std::string> find_logs(const std::string& dir);
 // matched instances (bus bandwidth), and appends to `report`: one Finding per problem (source
 // "topology"), a "Topology" section and report.json["topology"] =
 // {findings[] {kind, severity, comm, ranks, message, evidence, advice}, comms[], parse{...}}.
-void add_to_report(const std::vector<std::string>& logs, const model::JobTrace& job,
+// Returns whether anything in `logs` was recognised as NCCL's (an NCCL INFO line or an XML dump);
+// when not, the section says so rather than "no topology problem found".
+bool add_to_report(const std::vector<std::string>& logs, const model::JobTrace& job,
                    const model::MatchResult& match, model::Report& report);
 
 }  // namespace ncclwatch::topology

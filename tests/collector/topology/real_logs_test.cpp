@@ -88,6 +88,40 @@ TEST(RealLogs, Nccl218ShmHopInsideOneNode) {
   EXPECT_NE(r.findings[0].evidence.find("3[3] -> 4[4] via SHM/direct/direct"), std::string::npos);
 }
 
+// Logs pasted into issue threads often have the host field redacted ("<hostname>:924:924 [5] NCCL
+// INFO ..."): such a file starts with '<' but is a log, recognised by its NCCL INFO lines.
+TEST(RealLogs, RedactedHostFieldIsStillALog) {
+  Result plain = run({"nccl-issue1027-2.18-single-node-shm.log"});
+  Result redacted = run({"nccl-issue1027-2.18-redacted-hostname.log"});
+  EXPECT_TRUE(redacted.set.topo_dumps.empty());
+  EXPECT_TRUE(redacted.set.graph_dumps.empty());
+  EXPECT_EQ(redacted.set.stats.nccl_lines, plain.set.stats.nccl_lines);
+  EXPECT_EQ(redacted.set.stats.used, plain.set.stats.used);
+  EXPECT_EQ(kinds(redacted), std::vector<std::string>{"intra-node-not-p2p"});
+  ASSERT_FALSE(redacted.set.ranks.empty());
+  EXPECT_EQ(redacted.set.ranks[0].host, "<hostname>");
+
+  Result cluster = run({"nccl-issue1358-2.19-redacted-cluster-name.log"});
+  Result cluster_plain = run({"nccl-issue1358-2.19-two-gpus.log"});
+  EXPECT_EQ(cluster.set.stats.used, cluster_plain.set.stats.used);
+  EXPECT_GT(cluster.set.stats.used, 0u);
+  EXPECT_EQ(cluster.groups.size(), cluster_plain.groups.size());
+  EXPECT_TRUE(cluster.findings.empty());
+}
+
+// The same text handed over in memory (add_text) is told apart the same way.
+TEST(RealLogs, RedactedLogTextIsNotXml) {
+  LogParser parser;
+  parser.add_text("pasted.log",
+                  "<hostname>:924:924 [5] NCCL INFO comm 0x55d1 rank 5 nRanks 8 nNodes 1 "
+                  "localRanks 8 localRank 5 MNNVL 0\n");
+  LogSet set = parser.take();
+  EXPECT_TRUE(set.problems.empty());
+  EXPECT_EQ(set.stats.nccl_lines, 1u);
+  ASSERT_EQ(set.ranks.size(), 1u);
+  EXPECT_EQ(set.ranks[0].rank, 5);
+}
+
 TEST(RealLogs, SocketsBetweenFourNodes) {
   Result r = run({"nccl-issue1344-socket-4node.log"});
   EXPECT_EQ(kinds(r), std::vector<std::string>{"net-socket"});
