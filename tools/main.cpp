@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <new>
+#include <stdexcept>
 
 #include "command.h"
 
@@ -50,6 +51,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "ncclwatch: out of memory (the input is larger than this machine can "
                  "hold; try a machine with more memory or fewer ranks)\n");
+    return ncclwatch::tools::kExitError;
+  } catch (const std::length_error& e) {
+    // A size read from an input that no container can hold: the same as running out of memory.
+    std::fprintf(stderr, "ncclwatch: input too large to hold in memory (%s)\n", e.what());
     return ncclwatch::tools::kExitError;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ncclwatch: %s\n", e.what());

@@ -1,11 +1,11 @@
 #include "pipeline/pipeline.h"
 
 #include <algorithm>
-#include <atomic>
 #include <thread>
 #include <vector>
 
 #include "pipeline/collector_parts.h"
+#include "trace/parallel_for.h"
 
 #include "analysis/analyze.h"
 #include "timeline/gpu_linker.h"
@@ -24,22 +24,14 @@ PipelineResult run_pipeline(model::JobTrace& job, const PipelineOptions& options
   if (options.link_gpu) {
     stage(options, "linking GPU work");
     // Ranks are independent: one worker per core takes the next rank.
-    std::atomic<std::size_t> next{0};
-    auto worker = [&job, &next] {
-      for (std::size_t i = next++; i < job.ranks.size(); i = next++) {
-        model::RankTrace& rank = job.ranks[i];
-        // A host-only trace has nothing to link (and a million calls cost the linker a second).
-        if (rank.kernels.empty() && rank.links.empty() && rank.coll_gpu.empty()) continue;
-        timeline::link_calls_to_gpu(rank);
-      }
-    };
-    unsigned threads =
+    const unsigned threads =
         options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-    threads = static_cast<unsigned>(std::min<std::size_t>(threads, job.ranks.size()));
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
+    trace::parallel_for(job.ranks.size(), threads, [&job](std::size_t i) {
+      model::RankTrace& rank = job.ranks[i];
+      // A host-only trace has nothing to link (and a million calls cost the linker a second).
+      if (rank.kernels.empty() && rank.links.empty() && rank.coll_gpu.empty()) return;
+      timeline::link_calls_to_gpu(rank);
+    });
   }
   stage(options, "matching");
   out.match = match::match_job(job, options.match);

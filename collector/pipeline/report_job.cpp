@@ -61,7 +61,9 @@ bool load(const ReportRequest& req, model::JobTrace& job, ProgressLine& progress
   }
   if (!req.kineto.empty()) {
     std::vector<model::InputProblem> problems;
-    job = kineto::load_job(req.kineto, problems);
+    kineto::LoadLimits limits;
+    limits.max_inflate_ratio = req.max_inflate_ratio;
+    job = kineto::load_job(req.kineto, problems, limits);
     job.problems.insert(job.problems.end(), problems.begin(), problems.end());
     return true;
   }

@@ -3,6 +3,7 @@
 // tests reach it.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@ struct ReportRequest {
   std::string json_path;               // "" = no JSON file
   std::vector<std::string> kineto;     // PyTorch-profiler traces (files or directories)
   std::vector<std::string> nccl_logs;  // extra NCCL_DEBUG logs for the topology check
+  uint64_t max_inflate_ratio = 100;    // a .gz Kineto trace inflates at most this x its size
   bool progress = true;                // progress lines on `err` once loading takes > 1 s
   std::string trace_path;              // "" = no Chrome-trace export (--trace)
   std::string steps;                   // "A:B": only these steps in the trace export ("" = all)

@@ -1,6 +1,12 @@
 // A minimal work-sharing loop: `threads` std::threads take indices from one atomic counter, so
 // files of very different sizes still keep every thread busy. The calling thread only waits, and
 // calls `tick` about every `tick_every` while it does (progress output).
+//
+// An exception thrown by `body` (std::bad_alloc on an input larger than the memory limit, most
+// often) must not escape a worker thread, where it would be std::terminate and a core dump: the
+// first one is kept, the other workers stop taking indices, and it is rethrown to the caller
+// once every thread has been joined. A thread that cannot be started is not fatal either: the
+// threads already running (at worst the caller itself) do the work.
 #pragma once
 
 #include <algorithm>
@@ -8,8 +14,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace ncclwatch::trace {
@@ -18,22 +27,39 @@ template <typename Body, typename Tick>
 void parallel_for(std::size_t n, unsigned threads, Body&& body, Tick&& tick,
                   std::chrono::milliseconds tick_every) {
   if (n == 0) return;
-  const std::size_t workers = std::clamp<std::size_t>(threads, 1, n);
+  const std::size_t wanted = std::clamp<std::size_t>(threads, 1, n);
   std::atomic<std::size_t> next{0};
   std::size_t finished = 0;
+  std::exception_ptr failure;
   std::mutex mutex;
   std::condition_variable done;
-  std::vector<std::thread> pool;
-  pool.reserve(workers);
-  for (std::size_t w = 0; w < workers; ++w) {
-    pool.emplace_back([&] {
+  auto work = [&] {
+    try {
       for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) body(i);
+    } catch (...) {
+      next.store(n);  // the others finish the index they hold and stop
       std::lock_guard lock(mutex);
-      ++finished;
-      done.notify_one();
-    });
+      if (!failure) failure = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  try {
+    pool.reserve(wanted);
+    for (std::size_t w = 0; w < wanted; ++w) {
+      pool.emplace_back([&] {
+        work();
+        std::lock_guard lock(mutex);
+        ++finished;
+        done.notify_one();
+      });
+    }
+  } catch (const std::exception&) {
+    // Out of threads or memory for them: carry on with those that started.
   }
-  {
+  const std::size_t workers = pool.size();
+  if (workers == 0) {
+    work();  // not even one thread: the caller does it all
+  } else {
     std::unique_lock lock(mutex);
     while (!done.wait_for(lock, tick_every, [&] { return finished == workers; })) {
       lock.unlock();
@@ -42,6 +68,14 @@ void parallel_for(std::size_t n, unsigned threads, Body&& body, Tick&& tick,
     }
   }
   for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+// The same without progress ticks.
+template <typename Body>
+void parallel_for(std::size_t n, unsigned threads, Body&& body) {
+  parallel_for(
+      n, threads, std::forward<Body>(body), [] {}, std::chrono::milliseconds(1000));
 }
 
 }  // namespace ncclwatch::trace

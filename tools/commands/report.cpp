@@ -27,6 +27,10 @@ ncclwatch::tools::Command report_command{
                       "Also write the merged timeline as Chrome-trace JSON (Perfetto, HTA)");
       sub->add_option("--steps", req->steps, "With --trace: only steps A:B (1-based)")
           ->check(ncclwatch::tools::steps_validator());
+      sub->add_option("--max-inflate-ratio", req->max_inflate_ratio,
+                      "A .gz Kineto trace may inflate to at most N times its size (at least "
+                      "256 MiB; 0: no bound) -- a gzip bomb is refused as an input problem")
+          ->capture_default_str();
       sub->add_flag("!--no-progress", req->progress, "No progress lines on stderr");
       sub->callback([req, &exit_code] {
         if (req->dir.empty() && req->kineto.empty()) {

@@ -39,19 +39,28 @@ int run_topo(const TopoArgs& args) {
   }
   if (logs.empty()) return 2;
   ncclwatch::model::Report report;
-  ncclwatch::topology::add_to_report(logs, ncclwatch::model::JobTrace{},
-                                     ncclwatch::model::MatchResult{}, report);
+  const bool recognised = ncclwatch::topology::add_to_report(
+      logs, ncclwatch::model::JobTrace{}, ncclwatch::model::MatchResult{}, report);
   for (const auto& s : report.sections)
     std::printf("== %s ==\n%s", s.title.c_str(), s.body.c_str());
   if (!args.json.empty()) {
     std::ofstream out(args.json);
-    out << report.json.dump(2) << '\n';
+    // Names parsed from logs may hold any bytes: invalid UTF-8 becomes U+FFFD, never a throw.
+    out << report.json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     if (!out) {
       std::fprintf(stderr, "ncclwatch: cannot write %s\n", args.json.c_str());
       return 1;
     }
   }
-  // Exit status for scripts: 3 when a warning or worse was found, 2 for unusable input.
+  if (!recognised) {
+    std::fprintf(stderr,
+                 "ncclwatch: no NCCL log recognised in %zu input(s): no NCCL INFO line, no NCCL "
+                 "topology/graph XML dump\n",
+                 logs.size());
+    return 1;
+  }
+  // Exit status for scripts: 3 when a warning or worse was found, 1 when nothing in the input was
+  // NCCL's, 2 for missing input.
   for (const auto& f : report.findings)
     if (f.severity >= ncclwatch::model::Severity::kWarning) return 3;
   return 0;
