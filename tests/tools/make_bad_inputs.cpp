@@ -7,7 +7,9 @@
 //   hung-init-40k.log        40,000 lines of a job hung in init: every thread starts a comm init
 //                            and none completes (the shape that made the parser quadratic)
 //   nonutf8.log              REAL_LOG with a byte 0xff in every host name
-//   bomb.json.gz             a 1 MiB gzip inflating to a 1 GiB Kineto event (a gzip bomb)
+//   bomb.json.gz             a 1 MiB gzip inflating to one 1 GiB Kineto event
+//   bomb-events.json.gz      a 1 MiB gzip inflating to 1 GiB of small valid events (a gzip bomb
+//                            that only the bound on the inflated size stops)
 //   trace-big/               a 2-rank ncclwatch trace directory of 4 M records (256 MiB), for
 //                            the out-of-memory test under `ulimit -v`
 #include <sys/stat.h>
@@ -111,6 +113,16 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 64; ++i) bomb += block;
     bomb += gzip_member(R"(", "ts": 1, "dur": 1}]})");
     write_file(dir / "bomb.json.gz", bomb);
+
+    std::string events;
+    while (events.size() < (std::size_t{16} << 20))
+      events +=
+          R"({"ph": "i", "cat": "cpu_instant_event", "name": "x", "pid": 1, "tid": 1, "ts": 1},)";
+    std::string bomb2 = gzip_member(R"({"traceEvents": [)");
+    const std::string events_block = gzip_member(events);
+    for (int i = 0; i < 64; ++i) bomb2 += events_block;
+    bomb2 += gzip_member(R"({"ph": "i", "name": "end", "ts": 1}]})");
+    write_file(dir / "bomb-events.json.gz", bomb2);
 
     fs::remove_all(dir / "trace-big");
     fs::create_directories(dir / "trace-big");
