@@ -85,10 +85,10 @@ int dump_trace(const std::string& path, const DumpOptions& options, std::FILE* o
   reader.rewind();
 
   if (options.header) {
-    const std::string line = header_json(reader.header())
-                                 .dump(-1, ' ', false,
-                                       nlohmann::ordered_json::error_handler_t::replace) +
-                             "\n";
+    const std::string line =
+        header_json(reader.header())
+            .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
+        "\n";
     std::fwrite(line.data(), 1, line.size(), out);
   }
   uint64_t index = 0, printed = 0, invalid = 0;
