@@ -4,21 +4,37 @@
 #include <cerrno>
 #include <cstring>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
 namespace ncclwatch::kineto {
 
 ByteSource::ByteSource(const std::string& path, std::size_t chunk_bytes) : in_(chunk_bytes) {
-  file_ = std::fopen(path.c_str(), "rb");
-  if (file_ == nullptr) {
+  // Opened without blocking: a FIFO no one writes to would otherwise hang the reader in open();
+  // reading it then ends at once (an empty file). A pipe with a writer (`<(zcat t.json.gz)`) still
+  // reads normally, once the descriptor is back in blocking mode.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
     error_ = std::string("cannot open: ") + std::strerror(errno);
     return;
   }
   struct stat st {};
-  if (::fstat(fileno(file_), &st) == 0 && S_ISREG(st.st_mode))
-    file_bytes_ = static_cast<uint64_t>(st.st_size);
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+    error_ = "not a regular file or pipe (a directory or device is not read)";
+    ::close(fd);
+    return;
+  }
+  if (S_ISREG(st.st_mode)) file_bytes_ = static_cast<uint64_t>(st.st_size);
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  file_ = ::fdopen(fd, "rb");
+  if (file_ == nullptr) {
+    error_ = std::string("cannot open: ") + std::strerror(errno);
+    ::close(fd);
+    return;
+  }
   // Sniff the first bytes: gzip or plain.
   pending_ = std::fread(in_.data(), 1, in_.size(), file_);
   raw_read_ = pending_;

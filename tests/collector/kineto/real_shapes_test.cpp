@@ -2,6 +2,8 @@
 // and as a GPU-side annotation (ROCm/MI300 and newer CUDA Kineto), a profile of one step, bad
 // times (negative dur, NaN/Infinity ts, timestamps near the int64 limit), and bounds on what a
 // hostile file may make the reader inflate or hold (a gzip bomb, one gigantic event).
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -153,6 +155,20 @@ TEST(KinetoRealShapes, OneGiganticEventIsNotHeldInMemory) {
     EXPECT_NE(l.problems[0].message.find("event #1 is larger than 1 MiB"), std::string::npos)
         << l.problems[0].message;
   }
+}
+
+// A FIFO no one writes to must not hang the reader; a device is not read at all.
+TEST(KinetoRealShapes, FifoAndDeviceDoNotHang) {
+  TempDir tmp;
+  ASSERT_EQ(mkfifo(tmp.path("fifo.json").c_str(), 0600), 0);
+  std::vector<model::InputProblem> problems;
+  EXPECT_FALSE(load_rank(tmp.path("fifo.json"), problems).has_value());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].message, "empty file");
+  problems.clear();
+  EXPECT_FALSE(load_rank("/dev/zero", problems).has_value());
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].message.find("not a regular file or pipe"), std::string::npos);
 }
 
 }  // namespace
