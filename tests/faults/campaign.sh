@@ -256,7 +256,7 @@ c = zlib.compressobj(1, zlib.DEFLATED, 31)
 with open('bomb.json.gz', 'wb') as f:
     f.write(c.compress(b'{"traceEvents":[{"ph":"X","name":"'))
     chunk = b'a' * (1 << 20)
-    for _ in range(768): f.write(c.compress(chunk))
+    for _ in range(256): f.write(c.compress(chunk))
     f.write(c.compress(b'","ts":1,"dur":1,"pid":1,"tid":1}]}'))
     f.write(c.flush())
 EOF
