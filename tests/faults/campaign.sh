@@ -461,7 +461,6 @@ case_copy_of_a_rank_trace_is_loaded_once() {
 # a failure is reported as pending instead of failing the campaign. Remove a name when its fix
 # lands, so that a regression fails again.
 declare -A PENDING=(
-  [kineto_fifo_does_not_block]="the Kineto reader on a FIFO (inputs)"
 )
 tried=0
 pending=0
