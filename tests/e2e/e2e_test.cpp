@@ -98,7 +98,10 @@ TEST_F(E2e, CleanRunMatchesEveryInstanceAndReportAgrees) {
   EXPECT_TRUE(j["desync"].empty());
   // `ncclwatch report DIR` on the same traces prints the same report.
   Result again = sh(std::string(NCCLWATCH_CLI) + " report " + dir_.string());
-  ASSERT_EQ(again.rc, 0) << again.err;
+  // Exit 0, or 3 if a warning was printed: a host-only run on a loaded machine may show one
+  // (timing noise); what this test holds is that both commands print the same report.
+  const bool warns = r.out.rfind("WARNING", 0) == 0 || r.out.find("\nWARNING") != std::string::npos;
+  ASSERT_EQ(again.rc, warns ? 3 : 0) << again.err << again.out;
   EXPECT_EQ(again.out, r.out);
 }
 
