@@ -9,6 +9,8 @@ packages=(
   libboost-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev zlib1g-dev libsimdjson-dev
   clang libclang-rt-14-dev python3
+  # the HTML report's browser test (headless) and the venv scripts/test.sh installs HTA into
+  chromium python3-venv
 )
 missing=()
 for p in "${packages[@]}"; do

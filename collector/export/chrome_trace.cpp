@@ -138,8 +138,9 @@ void write_rank(Emitter& e, const model::RankTrace& r, std::size_t index, int64_
                 const Window& w, const analysis::StepPlan& plan, std::size_t world,
                 ChromeTraceStats& stats) {
   const int64_t pid = r.info.rank >= 0 ? r.info.rank : static_cast<int64_t>(index);
-  e.meta("process_name", pid, 0,
-         fmt::format(R"({{"name":{}}})", json_string(fmt::format("rank {} ({})", pid, r.info.host))));
+  e.meta(
+      "process_name", pid, 0,
+      fmt::format(R"({{"name":{}}})", json_string(fmt::format("rank {} ({})", pid, r.info.host))));
   e.meta("process_sort_index", pid, 0, fmt::format(R"({{"sort_index":{}}})", pid));
   // ncclwatch's own comm/compute overlap over exactly the kernels exported here (HTA's
   // definition), for checking a reader of this file against it.

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "export/chrome_trace.h"
+#include "export/html_report.h"
 #include "pipeline/pipeline.h"
 #include "report/json_renderer.h"
 #include "report/text_renderer.h"
@@ -134,6 +135,19 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
                          req.steps.empty() ? "" : ", steps " + req.steps)});
       } else {
         std::fprintf(err, "ncclwatch: trace export: %s\n", error.c_str());
+        rc = ReportStatus::kError;
+      }
+    }
+    if (!req.html_path.empty()) {
+      progress.show("writing the HTML report");
+      std::string error;
+      if (exporter::HtmlReport::write_file(req.html_path, report, error)) {
+        report.findings.push_back(
+            {model::Severity::kInfo, "html",
+             fmt::format("report page written to {} (self-contained, opens offline)",
+                         req.html_path)});
+      } else {
+        std::fprintf(err, "ncclwatch: HTML report: %s\n", error.c_str());
         rc = ReportStatus::kError;
       }
     }

@@ -20,6 +20,7 @@ struct ReportRequest {
   bool progress = true;                // progress lines on `err` once loading takes > 1 s
   std::string trace_path;              // "" = no Chrome-trace export (--trace)
   std::string steps;                   // "A:B": only these steps in the trace export ("" = all)
+  std::string html_path;               // "" = no HTML page (--html)
 };
 
 // What report_job returns; the values are the CLI's exit codes (README, "Exit codes").

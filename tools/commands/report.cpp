@@ -1,4 +1,5 @@
-// `ncclwatch report DIR [--job ID] [--json FILE] [--trace FILE [--steps A:B]] [--kineto FILE...]
+// `ncclwatch report DIR [--job ID] [--json FILE] [--html FILE] [--trace FILE [--steps A:B]]
+// [--kineto FILE...]
 // [--nccl-log FILE...]`: the report of a finished (or salvaged) job from its trace directory, or
 // from PyTorch-profiler traces; --trace also writes the merged timeline (collector/export).
 #include <memory>
@@ -23,6 +24,8 @@ ncclwatch::tools::Command report_command{
           ->expected(1, -1);
       sub->add_option("--nccl-log", req->nccl_logs, "NCCL_DEBUG=INFO logs for the topology check")
           ->expected(1, -1);
+      sub->add_option("--html", req->html_path,
+                      "Also write a self-contained HTML report with plots (opens offline)");
       sub->add_option("--trace", req->trace_path,
                       "Also write the merged timeline as Chrome-trace JSON (Perfetto, HTA)");
       sub->add_option("--steps", req->steps, "With --trace: only steps A:B (1-based)")

@@ -1,4 +1,5 @@
-// `ncclwatch run [--dir DIR] [--mode full|lite|host] [--job ID] [--json FILE] [--trace FILE
+// `ncclwatch run [--dir DIR] [--mode full|lite|host] [--job ID] [--json FILE] [--html FILE]
+// [--trace FILE
 // [--steps A:B]] -- CMD ARGS...`:
 // runs CMD (torchrun, mpirun, srun, a plain program) with libncclwatch.so preloaded, forwards
 // SIGINT/SIGTERM, salvages what dead ranks left in shared memory, prints the report and exits
@@ -29,7 +30,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct RunArgs {
-  std::string dir, mode, job, json, lib, trace, steps;
+  std::string dir, mode, job, json, lib, trace, steps, html;
   bool strict = false;
   bool progress = true;
   std::vector<std::string> command;
@@ -199,6 +200,7 @@ int run(RunArgs& args) {
   req.json_path = args.json;
   req.progress = args.progress;
   req.trace_path = args.trace;
+  req.html_path = args.html;
   req.steps = args.steps;
   const auto report = ncclwatch::pipeline::report_job(req, stdout, stderr);
   // The command's own failure comes first; --strict turns warnings of a clean run into exit 3.
@@ -222,6 +224,8 @@ ncclwatch::tools::Command run_command{
       sub->add_flag("--strict", args->strict,
                     "Exit 3 when CMD succeeded but the report has a warning (for CI jobs)");
       sub->add_flag("!--no-progress", args->progress, "No progress lines on stderr");
+      sub->add_option("--html", args->html,
+                      "Also write a self-contained HTML report with plots (opens offline)");
       sub->add_option("--trace", args->trace,
                       "Also write the merged timeline as Chrome-trace JSON (Perfetto, HTA)");
       sub->add_option("--steps", args->steps, "With --trace: only steps A:B (1-based)")

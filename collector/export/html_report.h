@@ -1,0 +1,36 @@
+// `--html FILE`: one self-contained page (no network, no CDN: the CSS and the small canvas/SVG
+// drawing code are inline and our own) with the findings at the top, a heatmap of GPU
+// utilization per rank and step (what nvidia-smi would show), the step-time breakdown as
+// stacked bars per rank, step time and overlap per step, time each rank waited for its peers
+// (stragglers marked), the bucket table and the topology findings.
+//
+// Built from the report's JSON (breakdown[], overlap[], stragglers[], buckets[], topology):
+// big jobs are aggregated before they reach the page — at most kMaxRows rank rows x kMaxCols
+// step columns in the heatmap (each cell the mean of the ranks and steps it covers), kMaxBars
+// rank groups in the bar charts, kMaxSteps points per line — so 4096 ranks x 10 000 steps stay a
+// page of a few hundred KB.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "model/report.h"
+
+namespace ncclwatch::exporter {
+
+inline constexpr std::size_t kMaxRows = 128;
+inline constexpr std::size_t kMaxCols = 400;
+inline constexpr std::size_t kMaxBars = 64;
+inline constexpr std::size_t kMaxSteps = 1000;
+
+class HtmlReport {
+ public:
+  // The aggregated data the page draws (exposed for tests).
+  static nlohmann::json page_data(const model::Report& report);
+  static std::string render(const model::Report& report);
+  static bool write_file(const std::string& path, const model::Report& report, std::string& error);
+};
+
+}  // namespace ncclwatch::exporter

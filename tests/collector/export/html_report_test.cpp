@@ -1,0 +1,88 @@
+// The --html page's data: big jobs are aggregated to a bounded page, every plot gets its data
+// from the report's JSON, and nothing in the data can close the page's <script>.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "export/html_report.h"
+
+namespace ncclwatch::exporter {
+namespace {
+
+using nlohmann::json;
+
+// `ranks` GPU-timed ranks x `steps` steps; rank r's utilization is r % 100 in every step.
+model::Report synthetic(std::size_t ranks, std::size_t steps) {
+  model::Report r;
+  json list = json::array();
+  for (std::size_t i = 0; i < ranks; ++i) {
+    json per_step = json::array();
+    for (std::size_t k = 0; k < steps; ++k) {
+      per_step.push_back({{"smi_util_pct", static_cast<double>(i % 100)},
+                          {"step_us", 1000.0 + static_cast<double>(k)},
+                          {"comm_overlapped_us", 30.0},
+                          {"exposed_wait_us", 10.0},
+                          {"exposed_transfer_us", 60.0}});
+    }
+    list.push_back({{"rank", i},
+                    {"basis", "gpu"},
+                    {"compute_us", 800.0},
+                    {"exposed_wait_us", 10.0},
+                    {"per_step", per_step}});
+  }
+  r.json["breakdown"] = list;
+  r.json["overlap"] = json::array({{{"rank", 0}, {"steps", 10}, {"wait_us", 20'000.0}}});
+  r.findings.push_back({model::Severity::kWarning, "pattern", "sawtooth"});
+  return r;
+}
+
+TEST(HtmlReport, SmallJobIsDrawnCellByCell) {
+  const json d = HtmlReport::page_data(synthetic(4, 6));
+  EXPECT_EQ(d["heatmap"]["rows"], 4);
+  EXPECT_EQ(d["heatmap"]["cols"], 6);
+  EXPECT_EQ(d["heatmap"]["values"][6 * 3 + 2], 3.0);  // rank 3, step 3
+  EXPECT_EQ(d["heatmap"]["row_labels"][2], "rank 2");
+  EXPECT_EQ(d["breakdown"]["bars"].size(), 4u);
+  EXPECT_DOUBLE_EQ(d["breakdown"]["bars"][0]["ms"][0].get<double>(), 0.8);  // 800 µs compute
+  ASSERT_EQ(d["steps"]["step_ms"].size(), 6u);
+  EXPECT_DOUBLE_EQ(d["steps"]["step_ms"][5].get<double>(), 1.01);  // 1005 µs, 2 decimals
+  EXPECT_DOUBLE_EQ(d["steps"]["overlap_pct"][0].get<double>(), 30.0);  // 30 of 100 µs comm
+  EXPECT_DOUBLE_EQ(d["waits"]["bars"][0]["ms"].get<double>(), 2.0);    // 20 ms over 10 steps
+  EXPECT_EQ(d["findings"][0]["severity"], "warning");
+}
+
+TEST(HtmlReport, BigJobIsAggregated) {
+  // 512 ranks x 450 steps: 128 rank rows x 400 step columns, means of what they cover (the
+  // same code bins 4096 x 10 000; this size keeps the test fast).
+  const model::Report r = synthetic(512, 450);
+  const json d = HtmlReport::page_data(r);
+  EXPECT_EQ(d["heatmap"]["rows"], kMaxRows);
+  EXPECT_EQ(d["heatmap"]["cols"], kMaxCols);
+  EXPECT_EQ(d["heatmap"]["values"].size(), kMaxRows * kMaxCols);
+  EXPECT_EQ(d["heatmap"]["row_labels"][0], "ranks 0-3");
+  // Row 0 = ranks 0..3: mean utilization 1.5 in every column.
+  EXPECT_DOUBLE_EQ(d["heatmap"]["values"][0].get<double>(), 1.5);
+  EXPECT_EQ(d["breakdown"]["bars"].size(), kMaxBars);
+  EXPECT_EQ(d["steps"]["step_ms"].size(), 450u);
+  EXPECT_LT(HtmlReport::render(r).size(), 600'000u);
+}
+
+TEST(HtmlReport, DataCannotCloseTheScript) {
+  model::Report r = synthetic(1, 1);
+  r.findings.push_back({model::Severity::kInfo, "x", "</script><script>alert(1)</script>\xff"});
+  const std::string page = HtmlReport::render(r);
+  EXPECT_EQ(page.find("</script><script>alert"), std::string::npos);
+  EXPECT_NE(page.find("<\\/script><script>alert(1)<\\/script>"), std::string::npos);
+  EXPECT_EQ(page.find("http://"), std::string::npos);
+  EXPECT_EQ(page.find("https://"), std::string::npos);
+}
+
+TEST(HtmlReport, ReportWithoutAnalysesStillRenders) {
+  model::Report r;
+  const json d = HtmlReport::page_data(r);
+  EXPECT_EQ(d["heatmap"]["rows"], 0);
+  EXPECT_TRUE(d["buckets"].empty());
+  EXPECT_FALSE(HtmlReport::render(r).empty());
+}
+
+}  // namespace
+}  // namespace ncclwatch::exporter
