@@ -168,8 +168,51 @@ PatternVerdict PatternVerdict::judge(const model::JobTrace& job,
                 multi_node ? "; multi-node jobs with heavy cross-node traffic run somewhat lower"
                            : "");
 
+  // The job-wide stalls (every rank idles at the step boundary, every step or at a save
+  // interval) are judged first: when they hold, a straggler whose lateness is small next to the
+  // stall is the stall's uneven tail (one rank's data arriving a bit later), not a bad GPU or
+  // node, and is named as a side note.
+  std::vector<std::size_t> spikes;
+  std::size_t spacing = 0, steady = 0;
+  double saw = 0;
+  bool checkpoint = false;
+  int64_t stall_ns = 0;  // the stall per affected step
+  if (!gpu.empty()) {
+    spikes = save_spikes(gpu, step_ns);
+    spacing = common_spacing(spikes);
+    steady = rank_steps / gpu.size();
+    saw = sawtooth_rank_share(gpu);
+    checkpoint = spikes.size() >= kMinSaveSpikes && spacing > 1 && 2 * spikes.size() <= steady;
+    if (checkpoint) {
+      int64_t idle = 0, n = 0;
+      for (const RankBreakdown* r : gpu) {
+        for (const StepBreakdown& st : r->steps) {
+          if (!st.warmup && std::binary_search(spikes.begin(), spikes.end(), st.index)) {
+            idle += st.times.idle_step_boundary_ns;
+            ++n;
+          }
+        }
+      }
+      stall_ns = n ? idle / n : 0;
+    } else if (saw >= kMostRanks) {
+      stall_ns =
+          total.idle_step_boundary_ns / static_cast<int64_t>(std::max<std::size_t>(1, rank_steps));
+    }
+  }
+  std::string also;
+  if (!stragglers.stragglers.empty() && stall_ns > 0 &&
+      stragglers.stragglers.front().lateness_when_last_ns <
+          kMinorLateness * static_cast<double>(stall_ns)) {
+    const Straggler& s = stragglers.stragglers.front();
+    also = fmt::format(
+        " Also: rank {} ({}) arrives last at {:.0f}% of {}, {} late when last — small next to "
+        "the {} stall on every rank.",
+        s.rank, s.host, s.arrived_last_pct, stragglers.what, human_time(s.lateness_when_last_ns),
+        human_time(static_cast<double>(stall_ns)));
+  }
+
   // 1. One GPU or node lagging the rest (the straggler analysis decides who).
-  if (!stragglers.stragglers.empty()) {
+  if (!stragglers.stragglers.empty() && also.empty()) {
     const Straggler& s = stragglers.stragglers.front();
     v.row = "lagging";
     v.severity = model::Severity::kWarning;
@@ -204,10 +247,7 @@ PatternVerdict PatternVerdict::judge(const model::JobTrace& job,
   }
 
   // 2. Sawtooth aligned with save intervals: a few steps, evenly spaced, stall on every rank.
-  const std::vector<std::size_t> spikes = save_spikes(gpu, step_ns);
-  const std::size_t spacing = common_spacing(spikes);
-  const std::size_t steady = rank_steps / gpu.size();
-  if (spikes.size() >= kMinSaveSpikes && spacing > 1 && 2 * spikes.size() <= steady) {
+  if (checkpoint) {
     v.row = "checkpoint";
     v.severity = model::Severity::kWarning;
     v.period_steps = spacing;
@@ -224,30 +264,33 @@ PatternVerdict PatternVerdict::judge(const model::JobTrace& job,
       }
     }
     for (std::size_t s : spikes) v.spike_steps.push_back(s + 1);
-    v.text = fmt::format(
-        "sawtooth aligned with save intervals: steps {} (every {} steps) stall {} at the step "
-        "boundary on every rank (other steps {}) — synchronous checkpoint writes: compare "
-        "checkpoint write time with step time; save asynchronously or less often.{}",
-        steps_list(v.spike_steps), spacing,
-        human_time(static_cast<double>(spike_idle) /
-                   static_cast<double>(std::max<std::size_t>(1, ns))),
-        human_time(static_cast<double>(other_idle) /
-                   static_cast<double>(std::max<std::size_t>(1, no))),
-        grade);
+    v.text =
+        fmt::format(
+            "sawtooth aligned with save intervals: steps {} (every {} steps) stall {} at the step "
+            "boundary on every rank (other steps {}) — synchronous checkpoint writes: compare "
+            "checkpoint write time with step time; save asynchronously or less often.{}",
+            steps_list(v.spike_steps), spacing,
+            human_time(static_cast<double>(spike_idle) /
+                       static_cast<double>(std::max<std::size_t>(1, ns))),
+            human_time(static_cast<double>(other_idle) /
+                       static_cast<double>(std::max<std::size_t>(1, no))),
+            grade) +
+        also;
     return v;
   }
 
   // 3. Sawtooth every step: the host feeds the GPU too slowly.
-  const double saw = sawtooth_rank_share(gpu);
   if (saw >= kMostRanks) {
     v.row = "dataloader";
     v.severity = model::Severity::kWarning;
-    v.text = fmt::format(
-        "sawtooth: GPU idle {:.0f}% of each step at the step boundary on {} — the input "
-        "pipeline is not keeping up (or a host sync each step); check DataLoader num_workers, "
-        "pin_memory and storage throughput (iostat).{}",
-        v.boundary_idle_pct, saw >= 1.0 ? "every rank" : fmt::format("{:.0f}% of ranks", 100 * saw),
-        grade);
+    v.text =
+        fmt::format(
+            "sawtooth: GPU idle {:.0f}% of each step at the step boundary on {} — the input "
+            "pipeline is not keeping up (or a host sync each step); check DataLoader num_workers, "
+            "pin_memory and storage throughput (iostat).{}",
+            v.boundary_idle_pct,
+            saw >= 1.0 ? "every rank" : fmt::format("{:.0f}% of ranks", 100 * saw), grade) +
+        also;
     return v;
   }
 

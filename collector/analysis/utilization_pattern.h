@@ -18,7 +18,9 @@
 //                                                                step and at least half the idle,
 //                                                                per-step utilization steady
 //                                                                (std-dev <= 10 points)
-// First match wins, in this order. Utilization is graded against the 80-90 % that well-tuned
+// First match wins, in this order — except that a job-wide stall (checkpoint, dataloader)
+// comes first when the straggler is less late than half the stall: it is then the stall's uneven
+// tail, named in the text. Utilization is graded against the 80-90 % that well-tuned
 // single-node jobs sustain (multi-node jobs with heavy cross-node traffic run somewhat lower).
 #pragma once
 
@@ -39,7 +41,9 @@ inline constexpr double kMostSteps = 0.75;
 inline constexpr std::size_t kMinSaveSpikes = 3;
 inline constexpr double kCollectiveShare = 0.15;  // exposed comm + idle before comm
 inline constexpr double kWellTunedPct = 80.0;
-inline constexpr double kFlatSpreadPct = 10.0;  // per-step utilization std-dev, points
+inline constexpr double kFlatSpreadPct = 10.0;
+// A straggler less late than this share of a job-wide stall is that stall's tail (side note).
+inline constexpr double kMinorLateness = 0.5;  // per-step utilization std-dev, points
 
 struct PatternVerdict {
   std::string row;  // lagging | checkpoint | dataloader | collective-drops | flat-low | none |
