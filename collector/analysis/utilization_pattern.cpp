@@ -76,14 +76,37 @@ std::vector<std::size_t> save_spikes(const std::vector<const RankBreakdown*>& ra
   return out;
 }
 
-// The common spacing of `steps` if 80 %+ of the gaps share it, else 0.
-std::size_t common_spacing(const std::vector<std::size_t>& steps) {
-  if (steps.size() < 2) return 0;
-  std::map<std::size_t, std::size_t> gaps;
-  for (std::size_t i = 1; i < steps.size(); ++i) ++gaps[steps[i] - steps[i - 1]];
-  const auto best = std::max_element(
-      gaps.begin(), gaps.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  return 5 * best->second >= 4 * (steps.size() - 1) ? best->first : 0;
+// The longest arithmetic progression (spacing > 1) among the spike steps: at least
+// kMinSaveSpikes hits, every one of its positions up to its last hit a spike (saves do not skip
+// an interval), and holding 60 %+
+// of all spikes (a machine-wide hiccup adds an odd spike now and then; it is left out). Returns
+// the spacing (0: none) and the steps on it.
+std::size_t periodic_subset(const std::vector<std::size_t>& spikes,
+                            std::vector<std::size_t>& on_it) {
+  constexpr std::size_t kMaxExamined = 200;
+  const std::size_t n = std::min(spikes.size(), kMaxExamined);
+  std::size_t best_d = 0;
+  on_it.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = i + 1; j < n; ++j) {
+      const std::size_t d = spikes[j] - spikes[i];
+      if (d < 2) continue;
+      std::vector<std::size_t> hits;
+      for (std::size_t k = i; k < n; ++k) {
+        if ((spikes[k] - spikes[i]) % d == 0) hits.push_back(spikes[k]);
+      }
+      const std::size_t expected = (hits.back() - hits.front()) / d + 1;
+      if (hits.size() < kMinSaveSpikes || hits.size() < expected ||
+          5 * hits.size() < 3 * spikes.size()) {
+        continue;
+      }
+      if (hits.size() > on_it.size() || (hits.size() == on_it.size() && d < best_d)) {
+        on_it = hits;
+        best_d = d;
+      }
+    }
+  }
+  return best_d;
 }
 
 double median_kernel_us(const model::JobTrace& job, const std::vector<const RankBreakdown*>& rs) {
@@ -172,17 +195,17 @@ PatternVerdict PatternVerdict::judge(const model::JobTrace& job,
   // interval) are judged first: when they hold, a straggler whose lateness is small next to the
   // stall is the stall's uneven tail (one rank's data arriving a bit later), not a bad GPU or
   // node, and is named as a side note.
-  std::vector<std::size_t> spikes;
+  std::vector<std::size_t> spikes, all_spikes;
   std::size_t spacing = 0, steady = 0;
   double saw = 0;
   bool checkpoint = false;
   int64_t stall_ns = 0;  // the stall per affected step
   if (!gpu.empty()) {
-    spikes = save_spikes(gpu, step_ns);
-    spacing = common_spacing(spikes);
+    all_spikes = save_spikes(gpu, step_ns);
+    spacing = periodic_subset(all_spikes, spikes);
     steady = rank_steps / gpu.size();
     saw = sawtooth_rank_share(gpu);
-    checkpoint = spikes.size() >= kMinSaveSpikes && spacing > 1 && 2 * spikes.size() <= steady;
+    checkpoint = spacing > 1 && 2 * all_spikes.size() <= steady;
     if (checkpoint) {
       int64_t idle = 0, n = 0;
       for (const RankBreakdown* r : gpu) {

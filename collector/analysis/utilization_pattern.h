@@ -3,11 +3,14 @@
 //
 //   row                 shape                                    checked as (steady steps)
 //   lagging             one GPU / node lagging the rest          a straggler or node problem
-//   checkpoint          sawtooth aligned with save intervals     3+ steps, one spacing, <= half
-//                                                                the steps, where the step-
-//                                                                boundary idle of 75 %+ of ranks
-//                                                                exceeds their usual by 10 % of
-//                                                                a step
+//   checkpoint          sawtooth aligned with save intervals     spike steps (the step-boundary
+//                                                                idle of 75 %+ of ranks exceeds
+//                                                                their usual by 10 % of a step)
+//                                                                at most half the steps, 3+ of
+//                                                                them on one spacing (all of
+//                                                                its positions, 60 %+ of the
+//                                                                spikes: an odd hiccup is left
+//                                                                out)
 //   dataloader          sawtooth, drops to 0 % every step        75 %+ of ranks idle >= 10 % of
 //                                                                the step at its boundary in
 //                                                                75 %+ of their steps

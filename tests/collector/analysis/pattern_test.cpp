@@ -108,6 +108,34 @@ TEST(Pattern, CheckpointEveryFourSteps) {
       << f->text;
 }
 
+TEST(Pattern, CheckpointSeenThroughAnOddHiccup) {
+  // Saves before steps 4, 8, 12 and one machine-wide 30 ms hiccup before step 6: the hiccup is
+  // off the progression and left out.
+  auto p = testing::sim_params(4, 2);
+  p.steps = 13;
+  for (auto& s : p.ranks) {
+    s.spike_ns = 30'000'000;
+    s.spike_every = 4;
+    s.extra_spike_step = 5;
+  }
+  const model::Report r = run(p);
+  EXPECT_EQ(row(r), "checkpoint") << r.json["pattern"].dump();
+  EXPECT_EQ(r.json["pattern"]["spike_steps"], nlohmann::json({4, 8, 12}));
+  EXPECT_EQ(r.json["pattern"]["period_steps"], 4);
+}
+
+TEST(Pattern, IrregularStallsAreNoCheckpoint) {
+  // Stalls before steps 3, 4 and 9 only: no spacing holds 3 of them.
+  auto p = testing::sim_params(2, 1);
+  p.steps = 13;
+  for (auto& s : p.ranks) {
+    s.spike_ns = 30'000'000;
+    s.extra_spike_step = 2;
+  }
+  const model::Report r = run(p);
+  EXPECT_NE(row(r), "checkpoint") << r.json["pattern"].dump();
+}
+
 TEST(Pattern, OneRankLagging) {
   auto p = testing::sim_params(4, 2);
   p.ranks[1].host_stall_ns = 3'000'000;
