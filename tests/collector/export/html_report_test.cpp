@@ -44,7 +44,7 @@ TEST(HtmlReport, SmallJobIsDrawnCellByCell) {
   EXPECT_EQ(d["breakdown"]["bars"].size(), 4u);
   EXPECT_DOUBLE_EQ(d["breakdown"]["bars"][0]["ms"][0].get<double>(), 0.8);  // 800 µs compute
   ASSERT_EQ(d["steps"]["step_ms"].size(), 6u);
-  EXPECT_DOUBLE_EQ(d["steps"]["step_ms"][5].get<double>(), 1.01);  // 1005 µs, 2 decimals
+  EXPECT_DOUBLE_EQ(d["steps"]["step_ms"][5].get<double>(), 1.01);      // 1005 µs, 2 decimals
   EXPECT_DOUBLE_EQ(d["steps"]["overlap_pct"][0].get<double>(), 30.0);  // 30 of 100 µs comm
   EXPECT_DOUBLE_EQ(d["waits"]["bars"][0]["ms"].get<double>(), 2.0);    // 20 ms over 10 steps
   EXPECT_EQ(d["findings"][0]["severity"], "warning");
