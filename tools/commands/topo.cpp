@@ -34,10 +34,10 @@ int run_topo(const TopoArgs& args) {
       logs.push_back(in);
     } else {
       std::fprintf(stderr, "ncclwatch: %s: no such file or directory\n", in.c_str());
-      return 2;
+      return ncclwatch::tools::kExitError;
     }
   }
-  if (logs.empty()) return 2;
+  if (logs.empty()) return ncclwatch::tools::kExitError;
   ncclwatch::model::Report report;
   const bool recognised = ncclwatch::topology::add_to_report(
       logs, ncclwatch::model::JobTrace{}, ncclwatch::model::MatchResult{}, report);
