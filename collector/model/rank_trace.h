@@ -43,6 +43,12 @@ struct CallEvent {
 };
 static_assert(sizeof(CallEvent) == 80, "see the comment above CallEvent");
 
+// CallEvent::flags bit (not a format bit): the call was entered and never seen returning
+// (format::InFlightRecord); exit_ns is then the last time it was seen in flight.
+inline constexpr uint8_t kCallNeverReturned = 1u << 7;
+static_assert((kCallNeverReturned & (format::kCallInGroup | format::kCallGraphCaptured |
+                                     format::kCallNonBlocking | format::kCallNoKernel)) == 0);
+
 // A cudaStream_t value folded to 32 bits. Streams of one process are distinct allocations, so
 // their folded values differ in practice; 0 stays 0 ("no stream").
 constexpr uint32_t fold_stream(uint64_t stream) {
@@ -115,6 +121,24 @@ constexpr const char* timing_name(TimingSource t) {
   return "host-only";
 }
 
+// A hooked call of any kind (collective, send/recv, group, comm, GetUniqueId) as the hang
+// verdict needs it: the call a rank never returned from, or the last one it returned from.
+struct HookedCall {
+  int64_t enter_ns = 0;
+  int64_t exit_ns = 0;  // never returned: the last time it was seen in flight
+  uint64_t comm_id = 0;
+  uint64_t seq = 0;    // unwrapped; collectives and send/recv only
+  uint64_t count = 0;  // element count; nranks for comm inits
+  uint32_t tid = 0;
+  int32_t peer = -1;  // root / peer; for comm inits the rank in the new comm
+  uint32_t group_id = 0;
+  Func func = Func::kUnknown;
+  uint8_t datatype = 0;
+  bool returned = true;
+  uint8_t redop = 0;
+  uint64_t bytes() const { return count * format::datatype_size(datatype); }
+};
+
 struct RankInfo {
   int32_t rank = -1;  // global rank
   int32_t world_size = -1;
@@ -134,6 +158,10 @@ struct RankInfo {
   TimingSource timing = TimingSource::kHostOnly;
   // monotonic -> realtime: realtime = t + wall_offset_ns (from the clock anchors).
   int64_t wall_offset_ns = 0;
+  // Latest host time the process is known to have been alive (clock anchors are written every
+  // second by the drain thread, in-flight records when a call is seen waiting), 0 if unknown.
+  int64_t alive_until_ns = 0;
+  bool entry_evidence = true;  // layout version >= 2: calls never returned from are visible
 };
 
 struct RankTrace {
@@ -147,6 +175,10 @@ struct RankTrace {
   // Raw GPU-tie records as read; collector/timeline turns them into CallEvent::kernel/gpu_*.
   std::vector<format::KernelLinkRecord> links;
   std::vector<format::CollGpuRecord> coll_gpu;
+  // Hooked calls entered and never returned from (one per call, oldest first). Collectives and
+  // send/recv among them are also in `calls`, flagged kCallNeverReturned.
+  std::vector<HookedCall> never_returned;
+  HookedCall last_returned;  // the hooked call that returned last (func kUnknown if none)
 
   const std::string& name_of(uint32_t id) const { return id < names.size() ? names[id] : names[0]; }
 };

@@ -1,6 +1,7 @@
 #include "trace/rank_builder.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -44,6 +45,13 @@ RankBuilder::RankBuilder(const format::TraceHeader& header, std::string source) 
   if (p.start_monotonic_ns > 0 && p.start_realtime_ns > 0 && p.start_monotonic_ns <= kMaxTimeNs &&
       p.start_realtime_ns <= kMaxTimeNs)
     info.wall_offset_ns = p.start_realtime_ns - p.start_monotonic_ns;
+  info.entry_evidence = header.layout_version >= 2;
+}
+
+void RankBuilder::note_returned(const model::HookedCall& call) {
+  auto& last = trace_.last_returned;
+  if (last.func == format::Func::kUnknown || call.exit_ns >= last.exit_ns) last = call;
+  trace_.info.alive_until_ns = std::max(trace_.info.alive_until_ns, call.exit_ns);
 }
 
 void RankBuilder::reserve(const KindCounts& c) {
@@ -99,12 +107,44 @@ void RankBuilder::add_one(const format::Record& r) {
       e.datatype = c.datatype;
       e.redop = c.redop;
       e.result = static_cast<int8_t>(c.prefix.u8b);
-      e.flags = c.prefix.flags;
+      e.flags = c.prefix.flags & static_cast<uint8_t>(~model::kCallNeverReturned);
       trace_.calls.push_back(e);
+      note_returned({e.enter_ns, e.exit_ns, e.comm_id, e.seq, e.count, c.prefix.tid, e.peer,
+                     e.group_id, e.func, e.datatype, true, e.redop});
+      break;
+    }
+    case RecordKind::kInFlight: {
+      const auto& f = r.in_flight;
+      const auto& en = f.entry;
+      model::HookedCall h;
+      h.enter_ns = en.t_enter_ns;
+      h.exit_ns = f.t_seen_ns;
+      h.comm_id = en.comm_id;
+      h.func = static_cast<format::Func>(en.func);
+      if (format::is_collective(h.func) || format::is_p2p(h.func)) {
+        const auto lane = h.func == format::Func::kSend   ? SeqUnwrapper::Lane::kSend
+                          : h.func == format::Func::kRecv ? SeqUnwrapper::Lane::kRecv
+                                                          : SeqUnwrapper::Lane::kCollective;
+        h.seq = seqs_.unwrap(en.comm_id, lane,
+                             lane == SeqUnwrapper::Lane::kCollective ? -1 : en.peer, en.seq);
+      }
+      h.count = en.count;
+      h.tid = f.prefix.tid;
+      h.peer = en.peer;
+      h.group_id = en.group_id;
+      h.datatype = en.datatype;
+      h.redop = en.redop;
+      h.returned = false;
+      in_flight_.push_back(h);
+      info.alive_until_ns = std::max(info.alive_until_ns, f.t_seen_ns);
       break;
     }
     case RecordKind::kComm: {
       const auto& c = r.comm;
+      returned_enters_.push_back(c.t_enter_ns);
+      note_returned({c.t_enter_ns, c.t_exit_ns, c.comm_id, 0,
+                     static_cast<uint64_t>(std::max(c.nranks, 0)), c.prefix.tid, c.rank, 0,
+                     static_cast<format::Func>(c.prefix.u8a), 0, true, 0});
       if (c.prefix.u8b != 0 || c.comm_id == 0) break;  // failed init / NOCOLOR: no comm
       if (comm_index_.contains(c.comm_id)) break;      // re-announced: the first one stands
       comm_index_.emplace(c.comm_id, trace_.comms.size());
@@ -133,6 +173,7 @@ void RankBuilder::add_one(const format::Record& r) {
     }
     case RecordKind::kClock: {
       // The anchor read in the narrowest window is the most precise; ties go to the latest.
+      info.alive_until_ns = std::max(info.alive_until_ns, r.clock.monotonic_ns);
       if (!have_clock_ || r.prefix.tid <= best_clock_window_) {
         best_clock_window_ = r.prefix.tid;
         have_clock_ = true;
@@ -174,12 +215,70 @@ void RankBuilder::add_one(const format::Record& r) {
       trace_.ranges.push_back({n.start_ns, n.end_ns, n.name_id, n.prefix.tid});
       break;
     }
-    case RecordKind::kGroup:     // group membership is on every call (group_id)
-    case RecordKind::kCommEnd:   // not part of the model yet
+    case RecordKind::kGroup:  // group membership is on every call (group_id)
+      returned_enters_.push_back(r.group.t_enter_ns);
+      note_returned({r.group.t_enter_ns, r.group.t_exit_ns, 0, 0, 0, r.prefix.tid, -1,
+                     r.group.group_id, static_cast<format::Func>(r.prefix.u8a), 0, true, 0});
+      break;
+    case RecordKind::kCommEnd:
+      returned_enters_.push_back(r.comm_end.t_enter_ns);
+      note_returned({r.comm_end.t_enter_ns, r.comm_end.t_exit_ns, r.comm_end.comm_id, 0, 0,
+                     r.prefix.tid, -1, 0, static_cast<format::Func>(r.prefix.u8a), 0, true, 0});
+      break;
     case RecordKind::kUniqueId:  // joins NCCL logs; not part of the model yet
+      returned_enters_.push_back(r.unique_id.t_enter_ns);
+      note_returned({r.unique_id.t_enter_ns, r.unique_id.t_exit_ns, 0, 0, 0, r.prefix.tid, -1, 0,
+                     format::Func::kGetUniqueId, 0, true, 0});
+      break;
     case RecordKind::kInvalid:
     case RecordKind::kCount:
       break;
+  }
+}
+
+// In-flight records of calls that later returned are superseded by their return record (same
+// entry time); several records of one call (drain, then salvage) are one call. What is left never
+// returned: kept in never_returned, and collectives / send/recv also become calls flagged
+// kCallNeverReturned, so the matcher sees that the rank entered them.
+void RankBuilder::resolve_in_flight() {
+  std::sort(returned_enters_.begin(), returned_enters_.end());
+  std::sort(in_flight_.begin(), in_flight_.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.enter_ns, a.tid, a.exit_ns) < std::tie(b.enter_ns, b.tid, b.exit_ns);
+  });
+  const auto returned = [&](const model::HookedCall& h) {
+    if (std::binary_search(returned_enters_.begin(), returned_enters_.end(), h.enter_ns))
+      return true;
+    auto it = std::lower_bound(trace_.calls.begin(), trace_.calls.end(), h.enter_ns,
+                               [](const model::CallEvent& c, int64_t t) { return c.enter_ns < t; });
+    for (; it != trace_.calls.end() && it->enter_ns == h.enter_ns; ++it) {
+      if (it->func == h.func) return true;
+    }
+    return false;
+  };
+  for (std::size_t i = 0; i < in_flight_.size(); ++i) {
+    const auto& h = in_flight_[i];
+    // Same call again (records sorted by entry time, thread, then seen time: keep the latest).
+    if (i + 1 < in_flight_.size() && in_flight_[i + 1].enter_ns == h.enter_ns &&
+        in_flight_[i + 1].tid == h.tid)
+      continue;
+    if (returned(h)) continue;
+    trace_.never_returned.push_back(h);
+  }
+  for (const auto& h : trace_.never_returned) {
+    if (!format::is_collective(h.func) && !format::is_p2p(h.func)) continue;
+    model::CallEvent e;
+    e.enter_ns = h.enter_ns;
+    e.exit_ns = h.exit_ns;
+    e.comm_id = h.comm_id;
+    e.seq = h.seq;
+    e.count = h.count;
+    e.peer = h.peer;
+    e.group_id = h.group_id;
+    e.func = h.func;
+    e.datatype = h.datatype;
+    e.redop = h.redop;
+    e.flags = model::kCallNeverReturned;
+    trace_.calls.push_back(e);
   }
 }
 
@@ -233,6 +332,10 @@ model::RankTrace RankBuilder::finish(std::vector<model::InputProblem>& problems)
     if (!std::is_sorted(v.begin(), v.end(), less)) std::sort(v.begin(), v.end(), less);
   };
   sort_by(trace_.calls, [](const model::CallEvent& c) { return std::pair(c.enter_ns, c.seq); });
+  if (!in_flight_.empty()) {
+    resolve_in_flight();
+    sort_by(trace_.calls, [](const model::CallEvent& c) { return std::pair(c.enter_ns, c.seq); });
+  }
   sort_by(trace_.kernels,
           [](const model::KernelEvent& k) { return std::pair(k.start_ns, k.end_ns); });
   sort_by(trace_.launches, [](const model::LaunchEvent& l) { return l.enter_ns; });

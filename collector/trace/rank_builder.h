@@ -37,6 +37,8 @@ class RankBuilder {
  private:
   void add_one(const format::Record& record);
   void note_skipped(const char* reason);
+  void note_returned(const model::HookedCall& call);
+  void resolve_in_flight();
 
   model::RankTrace trace_;
   format::TraceHeader header_;
@@ -53,6 +55,10 @@ class RankBuilder {
     uint64_t first_index;
   };
   std::vector<SkipReason> skipped_;
+  // Entry evidence: in-flight records as read, and the entry times of every returned hooked call
+  // that is not a CallEvent (groups, comms, comm ends, GetUniqueId) to tell which were superseded.
+  std::vector<model::HookedCall> in_flight_;
+  std::vector<int64_t> returned_enters_;
 };
 
 }  // namespace ncclwatch::trace

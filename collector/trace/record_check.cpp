@@ -109,6 +109,14 @@ const char* record_problem(const format::Record& rec) noexcept {
     case RecordKind::kUniqueId:
       return check_span(rec.unique_id.t_enter_ns, rec.unique_id.t_exit_ns,
                         "get_unique_id exits before it enters");
+    case RecordKind::kInFlight: {
+      const auto& e = rec.in_flight.entry;
+      if (e.func == 0 || e.func >= static_cast<uint8_t>(Func::kCount))
+        return "in-flight record with an unknown func";
+      if (rec.prefix.tid == 0) return "in-flight record without a thread";
+      return check_span(e.t_enter_ns, rec.in_flight.t_seen_ns,
+                        "in-flight call seen before it entered");
+    }
     case RecordKind::kInvalid:
       return "all-zero record kind (never written)";
     case RecordKind::kCount:

@@ -166,6 +166,23 @@ nlohmann::ordered_json record_to_json(const format::Record& r, uint64_t index,
       j["t_exit_ns"] = r.unique_id.t_exit_ns;
       j["id_hash"] = hex(r.unique_id.id_hash);
       break;
+    case RecordKind::kInFlight: {
+      const auto& e = r.in_flight.entry;
+      constexpr const char* kSources[] = {"drain", "exit", "salvage", "watchdog"};
+      j["tid"] = r.prefix.tid;
+      j["func"] = func_name(e.func);
+      j["source"] = r.prefix.u8b < 4 ? kSources[r.prefix.u8b] : "unknown";
+      j["t_enter_ns"] = e.t_enter_ns;
+      j["t_seen_ns"] = r.in_flight.t_seen_ns;
+      j["comm_id"] = hex(e.comm_id);
+      j["seq"] = e.seq;
+      j["count"] = e.count;
+      j["datatype"] = e.datatype;
+      j["peer"] = e.peer;
+      j["group_id"] = e.group_id;
+      j["flags"] = e.flags;
+      break;
+    }
     case RecordKind::kInvalid:
     case RecordKind::kCount:
     default:

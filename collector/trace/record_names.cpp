@@ -9,8 +9,8 @@ namespace ncclwatch::trace {
 namespace {
 
 constexpr std::array<const char*, static_cast<std::size_t>(format::RecordKind::kCount)> kKindNames =
-    {"invalid", "call",   "group",       "comm",     "comm_end", "identity", "clock",
-     "kernel",  "string", "kernel_link", "coll_gpu", "launch",   "nvtx",     "unique_id"};
+    {"invalid", "call",        "group",    "comm",   "comm_end", "identity",  "clock",    "kernel",
+     "string",  "kernel_link", "coll_gpu", "launch", "nvtx",     "unique_id", "in_flight"};
 
 std::string unknown(unsigned raw) {
   return "unknown(" + std::to_string(raw) + ")";

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "ncclwatch/in_flight_slot.h"
 #include "trace/segment_view.h"
 #include "trace/trace_dir.h"
 #include "trace/trace_file_reader.h"
@@ -211,11 +213,18 @@ std::string named_directory(const SegmentView& seg, const std::string& name, std
 // Completes `t` with the ring's records from position K on and the final header, then removes
 // the segment. false: `why` says what failed to be written (the caller may try elsewhere), or
 // is empty and res.message says why the file was left as it is.
+// Host clock of the records (format.h): the dead process shared it with us.
+int64_t monotonic_now_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
 bool finish(Target& t, const SegmentView& seg, SalvageResult& res, std::string& why) {
   why.clear();
   res.trace_path = t.path;
   res.in_file = t.records;
-  res.appended = res.holes = res.overwritten = 0;
+  res.appended = res.holes = res.overwritten = res.in_flight = 0;
   if (t.has_header && t.header.state == format::kTraceStateSalvaged) {
     // A previous salvage finished writing but did not remove the segment. Appending again
     // would misplace positions after its holes, so only the removal is left to do.
@@ -262,13 +271,19 @@ bool finish(Target& t, const SegmentView& seg, SalvageResult& res, std::string& 
     chunk.push_back(record);
     if (chunk.size() == kCopyChunk) ok = flush();
   }
+  // The calls its threads were inside when it died: never returned, so no record says so.
+  for (const auto& slot : seg.in_flight(/*active_only=*/true)) {
+    chunk.push_back(
+        format::in_flight_record(slot, monotonic_now_ns(), format::InFlightSource::kSalvage));
+    ++res.in_flight;
+  }
   if (!ok || !flush()) {
     why = fmt::format("write to {} failed: {}", t.path, std::strerror(errno));
     return false;
   }
-  res.appended = written - t.records;
+  res.appended = written - t.records - res.in_flight;
 
-  const format::TraceHeader header = final_header(t, seg, written, res.appended != 0);
+  const format::TraceHeader header = final_header(t, seg, written, written != t.records);
   res.rank = header.process.rank;
   if (!write_all(t.fd, &header, sizeof header, 0) || ::fsync(t.fd) != 0) {
     why = fmt::format("cannot finish {}: {}", t.path, std::strerror(errno));
@@ -416,9 +431,10 @@ std::string describe(const SalvageResult& r) {
     case SalvageStatus::kSalvaged:
       line = fmt::format(
           "{} -> {}: salvaged (rank {}, pid {}): {} in file + {} recovered, {} hole(s), "
-          "{} overwritten, {} dropped",
+          "{} overwritten, {} dropped{}",
           r.segment, r.trace_path, r.rank, r.pid, r.in_file, r.appended, r.holes, r.overwritten,
-          r.dropped);
+          r.dropped,
+          r.in_flight != 0 ? fmt::format(", {} call(s) in flight", r.in_flight) : std::string());
       break;
     case SalvageStatus::kAlreadySalvaged:
       line = fmt::format("{} -> {}: already salvaged ({} records); segment removed", r.segment,

@@ -49,6 +49,7 @@ struct SalvageResult {
   uint64_t holes = 0;        // positions claimed but never committed
   uint64_t overwritten = 0;  // positions no longer in the ring (lost)
   uint64_t dropped = 0;      // ring drops counted by the shim
+  uint64_t in_flight = 0;    // InFlightRecords appended for calls the process never returned from
 };
 
 // Salvages one segment by shm name ("ncclwatch.<job>.<host>.<pid>").

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "ncclwatch/in_flight_slot.h"
 #include "trace/trace_header_check.h"
 
 namespace ncclwatch::trace {
@@ -160,8 +161,10 @@ bool SegmentView::check_header() {
     return false;
   }
   if (h.layout_version != format::kLayoutVersion) {
-    error_ = fmt::format("layout version {}, this ncclwatch reads version {}", h.layout_version,
-                         format::kLayoutVersion);
+    error_ = fmt::format(
+        "layout version {}, this ncclwatch reads version {} (segments of another version: use "
+        "the ncclwatch that wrote them)",
+        h.layout_version, format::kLayoutVersion);
     return false;
   }
   if (h.header_size != sizeof(format::SegmentHeader) || h.record_size != format::kRecordSize ||
@@ -234,6 +237,17 @@ uint64_t SegmentView::read_pos() const {
 const format::RingSlot* SegmentView::slots() const {
   return reinterpret_cast<const format::RingSlot*>(static_cast<const char*>(base_) +
                                                    sizeof(format::SegmentHeader));
+}
+
+std::vector<format::InFlightSlot> SegmentView::in_flight(bool active_only) const {
+  std::vector<format::InFlightSlot> out;
+  for (const auto& slot : live_header()->in_flight) {
+    format::InFlightSlot copy{};
+    if (!format::in_flight_read(slot, copy) || copy.owner_tid == 0) continue;
+    if (copy.calls == 0 || (active_only && copy.active == 0)) continue;
+    out.push_back(copy);
+  }
+  return out;
 }
 
 bool SegmentView::read(uint64_t pos, format::Record& out) const {

@@ -61,6 +61,11 @@ class SegmentView {
   // read before and after the copy.
   bool read(uint64_t pos, format::Record& out) const;
 
+  // Consistent copies of the live in-flight slots that were ever used (format.h: InFlightSlot),
+  // only those of calls in flight now when active_only. Never blocks the writers: a slot being
+  // written during every try is left out.
+  std::vector<format::InFlightSlot> in_flight(bool active_only) const;
+
  private:
   const format::RingSlot* slots() const;
   const format::SegmentHeader* live_header() const {

@@ -52,6 +52,9 @@ class TraceFileReader {
   uint64_t position() const { return position_; }
   // Starts over at the first record.
   void rewind() { position_ = 0; }
+  // Continues at record `position` (clamped to the end): a reader that has seen a file's first
+  // records reads only what was appended since (`ncclwatch status --watch`).
+  void seek(uint64_t position) { position_ = position < record_count_ ? position : record_count_; }
 
  private:
   void close();

@@ -28,9 +28,10 @@ HeaderVerdict check_trace_header(const format::TraceHeader& h) {
                   : fmt::format("not an ncclwatch trace (bad magic {})", hex(h.magic));
     return v;
   }
-  if (h.layout_version != format::kLayoutVersion) {
-    v.error = fmt::format("layout version {}, this ncclwatch reads version {}", h.layout_version,
-                          format::kLayoutVersion);
+  if (h.layout_version < format::kMinTraceLayoutVersion ||
+      h.layout_version > format::kLayoutVersion) {
+    v.error = fmt::format("layout version {}, this ncclwatch reads versions {} to {}",
+                          h.layout_version, format::kMinTraceLayoutVersion, format::kLayoutVersion);
     return v;
   }
   if (h.header_size != sizeof(format::TraceHeader)) {
@@ -43,6 +44,11 @@ HeaderVerdict check_trace_header(const format::TraceHeader& h) {
     return v;
   }
   v.usable = true;
+  if (h.layout_version < 2)
+    v.warnings.push_back(fmt::format(
+        "layout version {} (an older ncclwatch): no entry evidence, so a call this rank never "
+        "returned from is not visible",
+        h.layout_version));
   if (h.state != format::kTraceStateOpen && h.state != format::kTraceStateClosed &&
       h.state != format::kTraceStateSalvaged) {
     v.warnings.push_back(fmt::format("unknown header state {} (treated as not closed)", h.state));

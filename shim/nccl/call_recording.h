@@ -1,5 +1,6 @@
 // Shared recording logic of the collective and point-to-point hooks: one CallRecord around the
-// real call, the in-flight call set for the CUPTI side, and the CallObserver notified.
+// real call, its entry evidence (mark_entered) before it, the in-flight call set for the CUPTI
+// side, and the CallObserver notified.
 #pragma once
 
 #include <nccl.h>
@@ -67,10 +68,13 @@ ncclResult_t record_call(const CallArgs& a, RealCall&& real) noexcept {
   f.seq = c.seq;
   f.group_id = c.group_id;
   f.group_depth = g.depth;
+  mark_entered({c.t_enter_ns, c.comm_id, c.count, c.stream, c.seq, c.group_id, c.peer,
+                static_cast<uint8_t>(a.func), c.prefix.flags, c.datatype, c.redop});
   CallObserver* observer = call_observer();
   if (observer != nullptr) observer->before_call(f);
   ncclResult_t result = real();
   if (observer != nullptr) observer->after_call(f, static_cast<int>(result));
+  mark_returned();
   f.active = false;
   c.t_exit_ns = now_ns();
   c.prefix.u8b = static_cast<uint8_t>(static_cast<int8_t>(result));

@@ -71,6 +71,19 @@ struct CommEvent {
   bool non_blocking;
 };
 
+// Entry evidence of a comm call (see format::CallEntry): for inits count = nranks and peer =
+// the rank in the new comm.
+void enter_comm_call(Func func, int64_t t_enter, uint64_t comm_id, int nranks = 0,
+                     int rank = -1) noexcept {
+  format::CallEntry e{};
+  e.t_enter_ns = t_enter;
+  e.comm_id = comm_id;
+  e.count = nranks > 0 ? static_cast<uint64_t>(nranks) : 0;
+  e.peer = rank;
+  e.func = static_cast<uint8_t>(func);
+  mark_entered(e);
+}
+
 // Registers a created comm, learns identity from it, and records it.
 void comm_created(const CommEvent& e) {
   bool ok = e.result == ncclSuccess || e.result == ncclInProgress;
@@ -103,11 +116,13 @@ ncclResult_t init_rank(Func func, ncclComm_t* comm, int nranks, const ncclUnique
                        ncclConfig_t* config, ncclResult_t (*call)(void*), void* ctx) {
   bool on = ensure_recorder();
   int64_t t_enter = now_ns();
+  const uint64_t comm_id = comm_id_from_unique_id(&id, sizeof id);
+  enter_comm_call(func, t_enter, comm_id, nranks, rank);
   ncclResult_t result = call(ctx);
+  mark_returned();
   if (on) {
-    comm_created({func, t_enter, result, created_handle(comm, result),
-                  comm_id_from_unique_id(&id, sizeof id), 0, nranks, rank, -1, 0,
-                  !blocking_of(config)});
+    comm_created({func, t_enter, result, created_handle(comm, result), comm_id, 0, nranks, rank, -1,
+                  0, !blocking_of(config)});
   }
   return result;
 }
@@ -117,7 +132,9 @@ ncclResult_t comm_end(Func func, ncclComm_t comm, ncclResult_t (*call)(void*), v
   int64_t t_enter = now_ns();
   CommInfo* info = CommRegistry::instance().find(comm);
   uint64_t id = info != nullptr ? info->id : 0;
+  enter_comm_call(func, t_enter, id);
   ncclResult_t result = call(ctx);
+  mark_returned();
   // Destroy and abort free the handle (it may be reused by a later comm); finalize and revoke
   // leave it valid.
   if ((func == Func::kCommDestroy || func == Func::kCommAbort) && result == ncclSuccess) {
@@ -144,7 +161,9 @@ std::atomic<uint32_t> g_init_all_counter{0};
 ncclResult_t hookGetUniqueId(ncclUniqueId* uniqueId) {
   bool on = ensure_recorder();
   int64_t t_enter = now_ns();
+  enter_comm_call(Func::kGetUniqueId, t_enter, 0);
   ncclResult_t result = realGetUniqueId()(uniqueId);
+  mark_returned();
   if (on) {
     format::Record rec{};
     rec.unique_id.prefix.kind = format::RecordKind::kUniqueId;
@@ -180,11 +199,13 @@ ncclResult_t hookCommInitRankScalable(ncclComm_t* newcomm, int nranks, int myran
                                       ncclUniqueId* commIds, ncclConfig_t* config) {
   bool on = ensure_recorder();
   int64_t t_enter = now_ns();
+  const uint64_t id = (nId > 0 && commIds != nullptr)
+                          ? comm_id_from_unique_id(&commIds[0], sizeof(ncclUniqueId))
+                          : 0;
+  enter_comm_call(Func::kCommInitRankScalable, t_enter, id, nranks, myrank);
   ncclResult_t result = realCommInitRankScalable()(newcomm, nranks, myrank, nId, commIds, config);
+  mark_returned();
   if (on) {
-    uint64_t id = (nId > 0 && commIds != nullptr)
-                      ? comm_id_from_unique_id(&commIds[0], sizeof(ncclUniqueId))
-                      : 0;
     comm_created({Func::kCommInitRankScalable, t_enter, result, created_handle(newcomm, result), id,
                   0, nranks, myrank, -1, 0, !blocking_of(config)});
   }
@@ -195,7 +216,9 @@ ncclResult_t hookCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
   bool on = ensure_recorder();
   int64_t t_enter = now_ns();
   uint32_t counter = g_init_all_counter.fetch_add(1);
+  enter_comm_call(Func::kCommInitAll, t_enter, 0, ndev);
   ncclResult_t result = realCommInitAll()(comm, ndev, devlist);
+  mark_returned();
   if (on) {
     uint64_t id = comm_id_for_init_all(getpid(), counter);
     for (int i = 0; i < ndev && comm != nullptr; ++i) {
@@ -214,7 +237,9 @@ ncclResult_t hookCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newc
   CommInfo* parent = CommRegistry::instance().find(comm);
   uint64_t parent_id = parent != nullptr ? parent->id : 0;
   uint32_t index = parent != nullptr ? parent->split_index.fetch_add(1) : 0;
+  enter_comm_call(Func::kCommSplit, t_enter, parent_id);
   ncclResult_t result = realCommSplit()(comm, color, key, newcomm, config);
+  mark_returned();
   if (on) {
     ncclComm_t child = created_handle(newcomm, result);
     uint64_t id = color == NCCL_SPLIT_NOCOLOR ? 0 : comm_id_for_split(parent_id, index, color);
@@ -236,8 +261,10 @@ ncclResult_t hookCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeR
   uint32_t index = parent != nullptr ? parent->split_index.fetch_add(1) : 0;
   // Computed before the call: NCCL may not keep the list, and the id must not depend on it.
   uint64_t id = comm_id_for_shrink(parent_id, index, excludeRanksList, excludeRanksCount);
+  enter_comm_call(Func::kCommShrink, t_enter, parent_id);
   ncclResult_t result =
       realCommShrink()(comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+  mark_returned();
   if (on) {
     ncclComm_t child = created_handle(newcomm, result);
     bool ready = result == ncclSuccess && child != nullptr;

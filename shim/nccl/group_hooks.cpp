@@ -26,6 +26,15 @@ format::Record group_record(format::Func func, int64_t t_enter, ncclResult_t res
   return rec;
 }
 
+format::CallEntry group_entry(format::Func func, int64_t t_enter, uint32_t group_id) {
+  format::CallEntry e{};
+  e.t_enter_ns = t_enter;
+  e.group_id = group_id;
+  e.peer = -1;
+  e.func = static_cast<uint8_t>(func);
+  return e;
+}
+
 }  // namespace
 
 GroupState& thread_group_state() noexcept {
@@ -38,7 +47,9 @@ uint32_t next_group_id() noexcept {
 ncclResult_t hookGroupStart() {
   bool on = ensure_recorder();
   int64_t t_enter = now_ns();
+  mark_entered(group_entry(format::Func::kGroupStart, t_enter, t_group.group_id));
   ncclResult_t result = realGroupStart()();
+  mark_returned();
   if (result == ncclSuccess) {
     if (t_group.depth == 0) t_group.group_id = next_group_id();
     ++t_group.depth;
@@ -59,10 +70,12 @@ ncclResult_t hookGroupEnd() {
   f.func = format::Func::kGroupEnd;
   f.group_id = group_id;
   f.group_depth = depth;
+  mark_entered(group_entry(format::Func::kGroupEnd, t_enter, group_id));
   CallObserver* observer = on ? call_observer() : nullptr;
   if (observer != nullptr) observer->before_call(f);
   ncclResult_t result = realGroupEnd()();
   if (observer != nullptr) observer->after_call(f, static_cast<int>(result));
+  mark_returned();
   f.active = false;
   // NCCL leaves the group even when GroupEnd reports an error (except for a GroupEnd without
   // GroupStart, where there is nothing to leave).

@@ -22,6 +22,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "ncclwatch/in_flight_slot.h"
+#include "record/in_flight_table.h"
 #include "record/recorder_control.h"
 #include "record/recorder_instance.h"
 
@@ -47,6 +49,29 @@ void retire(RecorderInstance* r) {
   if (g_retired_count < 64) g_retired[g_retired_count++] = r;
 }
 thread_local uint32_t t_tid = 0;
+// The calling thread's in-flight slot in the segment of recorder t_slot_recorder (nullptr if it
+// found none free). A new recorder (tests, forked child) means a new claim.
+thread_local format::InFlightSlot* t_slot = nullptr;
+thread_local const RecorderInstance* t_slot_recorder = nullptr;
+// Frees the slot when the thread exits (registered at the first claim; segments are never
+// unmapped, so an old recorder's slot is still writable).
+pthread_key_t g_slot_key;
+pthread_once_t g_slot_key_once = PTHREAD_ONCE_INIT;
+void release_slot_at_thread_exit(void* slot) {
+  release_in_flight_slot(static_cast<format::InFlightSlot*>(slot));
+}
+std::atomic<bool> g_slot_key_made{false};
+void make_slot_key() {
+  if (pthread_key_create(&g_slot_key, &release_slot_at_thread_exit) == 0) g_slot_key_made = true;
+}
+
+[[gnu::noinline]] void claim_slot(RecorderInstance* r) noexcept {
+  if (t_slot != nullptr && t_slot_recorder != r) release_in_flight_slot(t_slot);
+  t_slot = claim_in_flight_slot(r->header(), thread_id());
+  t_slot_recorder = r;
+  pthread_once(&g_slot_key_once, &make_slot_key);
+  if (g_slot_key_made) pthread_setspecific(g_slot_key, t_slot);
+}
 
 void finish_locked(bool at_exit) {
   RecorderInstance* r = g_recorder.load();
@@ -85,6 +110,10 @@ void atfork_child() {
   g_identity_from_comm_done = false;
   t_tid = 0;
   t_in_flight = InFlightCall{};
+  // The slot is the parent's (same thread in the parent's segment): forget it, never free it.
+  t_slot = nullptr;
+  t_slot_recorder = nullptr;
+  if (g_slot_key_made) pthread_setspecific(g_slot_key, nullptr);
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   g_mutex = fresh;
 }
@@ -169,6 +198,17 @@ bool emit(const format::Record& record) noexcept {
   RecorderInstance* r = g_recorder.load(std::memory_order_acquire);
   if (r == nullptr) return false;
   return r->ring().push(record);
+}
+
+void mark_entered(const format::CallEntry& entry) noexcept {
+  RecorderInstance* r = g_recorder.load(std::memory_order_acquire);
+  if (r == nullptr) return;
+  if (t_slot_recorder != r) claim_slot(r);
+  if (t_slot != nullptr) format::in_flight_enter(*t_slot, entry);
+}
+
+void mark_returned() noexcept {
+  if (t_slot != nullptr) format::in_flight_leave(*t_slot);
 }
 
 void add_cupti_dropped(uint64_t n) noexcept {

@@ -30,6 +30,14 @@ bool recording() noexcept;
 // counted. Returns false if dropped or not recording.
 bool emit(const format::Record& record) noexcept;
 
+// Entry evidence (format.h, InFlightSlot): every hook calls mark_entered before the real function
+// runs and mark_returned after it, so a call that never returns is visible in the segment
+// (`ncclwatch status`, salvage) and, after a second, in the trace file. Hot path: a few plain
+// stores into the calling thread's slot (claimed once per thread); nothing when not recording.
+// entry.t_enter_ns must equal the t_enter_ns of the record written on return.
+void mark_entered(const format::CallEntry& entry) noexcept;
+void mark_returned() noexcept;
+
 // Header counters and mode (off the hot path).
 void add_cupti_dropped(uint64_t n) noexcept;
 void set_timing_mode(uint32_t mode) noexcept;  // SegmentHeader::mode values

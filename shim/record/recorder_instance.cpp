@@ -65,6 +65,7 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
     return nullptr;
   }
   r->ring_ = Ring(r->segment_->header(), r->segment_->slots());
+  r->monitor_ = InFlightMonitor(r->segment_->header(), &r->ring_, settings.hang_s);
   r->emit_clock();
   if (process.rank >= 0) {
     format::Record rec{};
@@ -161,8 +162,13 @@ void RecorderInstance::drain_loop() {
   int64_t next_clock = now_ns() + kClockPeriodNs;
   while (!stop_.load(std::memory_order_acquire)) {
     if (!settings_.test_drain_hold) {
+      std::string hang_line;
+      const bool hung = monitor_.scan(now_ns(), &hang_line);
       while (drain_once()) {
       }
+      // Watchdog: everything is on disk now; say once which call waits (never signal, never
+      // block: the job decides what to do with a hang).
+      if (hung) std::fputs(hang_line.c_str(), stderr);
     }
     // Held (tests only): nothing but what the application emits, so counts are deterministic.
     if (!settings_.test_drain_hold && now_ns() >= next_clock) {
@@ -178,6 +184,8 @@ void RecorderInstance::finish() {
   finished_ = true;
   stop_drain();  // wakes the drain thread: exit never waits for the rest of a drain period
   if (drain_.joinable()) drain_.join();
+  // A thread still inside NCCL at exit (blocked in a collective the process gives up on).
+  monitor_.record_all(now_ns(), format::InFlightSource::kExit);
   emit_clock();
   // Drain the rest. A slot claimed but never committed belongs to a thread that is still inside
   // emit() (give it a moment) or died there: then it is a hole, skipped.

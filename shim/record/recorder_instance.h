@@ -10,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "record/in_flight_monitor.h"
 #include "record/ring.h"
 #include "record/segment.h"
 #include "record/settings.h"
@@ -52,6 +53,7 @@ class RecorderInstance {
   std::unique_ptr<TraceWriter> writer_;
   std::string trace_path_;
   Ring ring_;
+  InFlightMonitor monitor_;
   std::thread drain_;
   std::atomic<bool> stop_{false};
   // Only the drain thread and finish() use them, never the hot path.

@@ -117,6 +117,16 @@ Settings read_settings(EnvLookup env, bool warn) {
       s.drain_ms = static_cast<int>(ms);
     }
   }
+  if (const char* v = env("NCCLWATCH_HANG_S"); v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    errno = 0;
+    long seconds = std::strtol(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || seconds < 0 || seconds > 1'000'000) {
+      warn_bad(warn, "NCCLWATCH_HANG_S", v, "0 (off)");
+    } else {
+      s.hang_s = static_cast<int>(seconds);
+    }
+  }
   if (const char* v = env("NCCLWATCH_TEST_DRAIN_HOLD"); v != nullptr && *v != '\0') {
     s.test_drain_hold = is_on(v);
   }

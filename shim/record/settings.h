@@ -13,6 +13,9 @@
 //   NCCLWATCH_HOST           host name to record (default gethostname): for tests and for
 //                            containers whose host names mean nothing
 //   NCCLWATCH_DRAIN_MS       drain period in ms (default 2)
+//   NCCLWATCH_HANG_S         watchdog: when a call has been in flight this many seconds, flush
+//                            the trace and print one `ncclwatch:` line naming it (default 0 =
+//                            off; 1..1000000)
 //   NCCLWATCH_TEST_DRAIN_HOLD=1  testing only: the drain thread writes nothing until exit, so a
 //                            tiny ring overflows deterministically
 // A bad value gets one `ncclwatch:` line on stderr and the default. Job and host are reduced to
@@ -31,6 +34,7 @@ struct Settings {
   std::string host;  // sanitized, < 64 chars
   double ring_mb = 16.0;
   int drain_ms = 2;
+  int hang_s = 0;  // 0 = watchdog off
   bool test_drain_hold = false;
 };
 

@@ -26,7 +26,11 @@
 
 namespace ncclwatch::format {
 
-inline constexpr uint32_t kLayoutVersion = 1;
+// Version 2 added the per-thread in-flight slots of the segment header (InFlightSlot) and the
+// InFlightRecord kind. Trace files of version 1 hold the same record layouts minus that kind:
+// readers still load them (kMinTraceLayoutVersion); segments must match kLayoutVersion exactly.
+inline constexpr uint32_t kLayoutVersion = 2;
+inline constexpr uint32_t kMinTraceLayoutVersion = 1;
 inline constexpr std::size_t kRecordSize = 64;
 inline constexpr std::size_t kHostNameSize = 64;
 inline constexpr std::size_t kJobIdSize = 64;
@@ -67,29 +71,64 @@ enum class Func : uint8_t {
   kCount = 25,
 };
 
+// The NCCL API name of a Func ("ncclAllReduce"), for messages; "ncclUnknown" outside the enum.
+constexpr const char* nccl_api_name(Func f) {
+  constexpr const char* kNames[] = {"ncclUnknown",
+                                    "ncclAllReduce",
+                                    "ncclBroadcast",
+                                    "ncclBcast",
+                                    "ncclReduce",
+                                    "ncclAllGather",
+                                    "ncclReduceScatter",
+                                    "ncclAlltoAll",
+                                    "ncclGather",
+                                    "ncclScatter",
+                                    "ncclSend",
+                                    "ncclRecv",
+                                    "ncclGroupStart",
+                                    "ncclGroupEnd",
+                                    "ncclGetUniqueId",
+                                    "ncclCommInitRank",
+                                    "ncclCommInitRankConfig",
+                                    "ncclCommInitRankScalable",
+                                    "ncclCommInitAll",
+                                    "ncclCommSplit",
+                                    "ncclCommShrink",
+                                    "ncclCommFinalize",
+                                    "ncclCommDestroy",
+                                    "ncclCommAbort",
+                                    "ncclCommRevoke"};
+  static_assert(sizeof kNames / sizeof kNames[0] == static_cast<std::size_t>(Func::kCount));
+  const auto i = static_cast<std::size_t>(f);
+  return i < static_cast<std::size_t>(Func::kCount) ? kNames[i] : "ncclUnknown";
+}
+
 // Collectives are matched across ranks by (comm id, seq); Send and Recv by (comm id, sender,
 // receiver, per-peer seq).
 constexpr bool is_collective(Func f) {
   return f >= Func::kAllReduce && f <= Func::kScatter;
 }
-constexpr bool is_p2p(Func f) { return f == Func::kSend || f == Func::kRecv; }
+constexpr bool is_p2p(Func f) {
+  return f == Func::kSend || f == Func::kRecv;
+}
 
 enum class RecordKind : uint8_t {
-  kInvalid = 0,    // an all-zero slot: never written
-  kCall = 1,       // CallRecord: one collective or point-to-point call
-  kGroup = 2,      // GroupRecord: ncclGroupStart / ncclGroupEnd
-  kComm = 3,       // CommRecord: a communicator created (init, split, shrink, ...)
-  kCommEnd = 4,    // CommEndRecord: finalize / destroy / abort / revoke
-  kIdentity = 5,   // IdentityRecord: rank / world / device learned during the run
-  kClock = 6,      // ClockRecord: a (monotonic, realtime) anchor pair
-  kKernel = 7,     // KernelRecord: a GPU activity (kernel, memcpy, memset) on the host clock
-  kString = 8,     // StringRecord: a chunk of an interned string (kernel or NVTX name)
-  kKernelLink = 9, // KernelLinkRecord: a kernel launch tied to the NCCL call(s) in flight
-  kCollGpu = 10,   // CollGpuRecord: GPU start/end of a collective or group measured by CUDA events
-  kLaunch = 11,    // LaunchRecord: host side of a kernel launch (runtime/driver API call)
-  kNvtx = 12,      // NvtxRecord: an NVTX range
-  kUniqueId = 13,  // UniqueIdRecord: ncclGetUniqueId result hash
-  kCount = 14,
+  kInvalid = 0,     // an all-zero slot: never written
+  kCall = 1,        // CallRecord: one collective or point-to-point call
+  kGroup = 2,       // GroupRecord: ncclGroupStart / ncclGroupEnd
+  kComm = 3,        // CommRecord: a communicator created (init, split, shrink, ...)
+  kCommEnd = 4,     // CommEndRecord: finalize / destroy / abort / revoke
+  kIdentity = 5,    // IdentityRecord: rank / world / device learned during the run
+  kClock = 6,       // ClockRecord: a (monotonic, realtime) anchor pair
+  kKernel = 7,      // KernelRecord: a GPU activity (kernel, memcpy, memset) on the host clock
+  kString = 8,      // StringRecord: a chunk of an interned string (kernel or NVTX name)
+  kKernelLink = 9,  // KernelLinkRecord: a kernel launch tied to the NCCL call(s) in flight
+  kCollGpu = 10,    // CollGpuRecord: GPU start/end of a collective or group measured by CUDA events
+  kLaunch = 11,     // LaunchRecord: host side of a kernel launch (runtime/driver API call)
+  kNvtx = 12,       // NvtxRecord: an NVTX range
+  kUniqueId = 13,   // UniqueIdRecord: ncclGetUniqueId result hash
+  kInFlight = 14,   // InFlightRecord: a hooked call entered and not returned when last looked at
+  kCount = 15,
 };
 
 // The first 8 bytes of every record.
@@ -103,10 +142,10 @@ struct RecordPrefix {
 static_assert(sizeof(RecordPrefix) == 8);
 
 // Call flags.
-inline constexpr uint8_t kCallInGroup = 1u << 0;       // issued between GroupStart and GroupEnd
-inline constexpr uint8_t kCallGraphCaptured = 1u << 1; // stream was capturing a CUDA graph
-inline constexpr uint8_t kCallNonBlocking = 1u << 2;   // the comm is non-blocking
-inline constexpr uint8_t kCallNoKernel = 1u << 3;      // known to launch no kernel (nranks==1)
+inline constexpr uint8_t kCallInGroup = 1u << 0;        // issued between GroupStart and GroupEnd
+inline constexpr uint8_t kCallGraphCaptured = 1u << 1;  // stream was capturing a CUDA graph
+inline constexpr uint8_t kCallNonBlocking = 1u << 2;    // the comm is non-blocking
+inline constexpr uint8_t kCallNoKernel = 1u << 3;       // known to launch no kernel (nranks==1)
 
 // One collective or point-to-point call. prefix.u8a = Func, prefix.u8b = (int8) ncclResult_t.
 struct CallRecord {
@@ -151,12 +190,12 @@ struct CommRecord {
   int64_t t_enter_ns;
   int64_t t_exit_ns;
   uint64_t comm_id;
-  uint64_t parent_id;   // 0 if none
-  uint64_t handle;      // ncclComm_t pointer value (process-local; to join with NCCL logs)
+  uint64_t parent_id;  // 0 if none
+  uint64_t handle;     // ncclComm_t pointer value (process-local; to join with NCCL logs)
   int32_t nranks;
   int32_t rank;
-  int32_t device;       // CUDA device ordinal, -1 if unknown
-  int32_t color;        // split color / shrink flags, 0 otherwise
+  int32_t device;  // CUDA device ordinal, -1 if unknown
+  int32_t color;   // split color / shrink flags, 0 otherwise
 };
 
 // Finalize / destroy / abort / revoke. prefix.u8a = Func, u8b = result.
@@ -193,8 +232,9 @@ struct ClockRecord {
 // GPU activity. prefix.u8a = ActivityKind, prefix.u8b = device ordinal, prefix.tid = CUPTI
 // stream id. Timestamps already converted to the host clock.
 enum class ActivityKind : uint8_t { kKernel = 0, kMemcpy = 1, kMemset = 2 };
-inline constexpr uint8_t kKernelIsNccl = 1u << 0;    // name says NCCL (ncclKernel_, ncclDevKernel_, ncclSymk)
-inline constexpr uint8_t kKernelFromGraph = 1u << 1; // replayed from a CUDA graph
+inline constexpr uint8_t kKernelIsNccl =
+    1u << 0;  // name says NCCL (ncclKernel_, ncclDevKernel_, ncclSymk)
+inline constexpr uint8_t kKernelFromGraph = 1u << 1;  // replayed from a CUDA graph
 struct KernelRecord {
   RecordPrefix prefix;
   int64_t start_ns;
@@ -204,12 +244,13 @@ struct KernelRecord {
   uint64_t graph_node_id;
   uint32_t graph_id;
   uint32_t context_id;
-  uint64_t bytes;        // memcpy/memset bytes, 0 for kernels
+  uint64_t bytes;  // memcpy/memset bytes, 0 for kernels
   uint64_t reserved;
 };
 
 // A chunk of an interned string. prefix.tid = string id (per process, > 0), prefix.u8a = chunk
-// index, flags bit 0 = last chunk. Names longer than kMaxStringChunks * kStringChunkBytes bytes are truncated.
+// index, flags bit 0 = last chunk. Names longer than kMaxStringChunks * kStringChunkBytes bytes are
+// truncated.
 inline constexpr uint8_t kStringLastChunk = 1u << 0;
 inline constexpr std::size_t kStringChunkBytes = 56;
 inline constexpr std::size_t kMaxStringChunks = 8;
@@ -247,7 +288,13 @@ struct CollGpuRecord {
 
 // Host side of a kernel launch (cudaLaunchKernel, cuLaunchKernelEx, cudaGraphLaunch, ...).
 // prefix.u8a = LaunchApi.
-enum class LaunchApi : uint8_t { kOther = 0, kRuntimeKernel = 1, kRuntimeGraph = 2, kDriverKernel = 3, kDriverGraph = 4 };
+enum class LaunchApi : uint8_t {
+  kOther = 0,
+  kRuntimeKernel = 1,
+  kRuntimeGraph = 2,
+  kDriverKernel = 3,
+  kDriverGraph = 4
+};
 struct LaunchRecord {
   RecordPrefix prefix;
   int64_t t_enter_ns;
@@ -277,6 +324,39 @@ struct UniqueIdRecord {
   uint64_t reserved[4];
 };
 
+// What a hooked call looked like when it was entered: written into the calling thread's
+// InFlightSlot before the real function runs (see SegmentHeader), copied into InFlightRecord.
+// Fields as in CallRecord. Group and comm calls set func, t_enter_ns, group_id and comm_id where
+// it is known at entry: the comm's id for finalize/destroy/abort/revoke/split/shrink (the
+// parent's for split/shrink), the new comm's id for InitRank/InitRankConfig/InitRankScalable
+// (hashed from the unique id), 0 for groups, InitAll and GetUniqueId.
+struct CallEntry {
+  int64_t t_enter_ns;  // equal to the t_enter_ns of the record written when the call returns
+  uint64_t comm_id;
+  uint64_t count;
+  uint64_t stream;
+  uint32_t seq;
+  uint32_t group_id;
+  int32_t peer;
+  uint8_t func;   // Func
+  uint8_t flags;  // kCall* bits
+  uint8_t datatype;
+  uint8_t redop;
+};
+static_assert(sizeof(CallEntry) == 48);
+
+// A hooked call that was entered and had not returned when it was looked at: written by the
+// drain thread for calls in flight longer than a second (and for every call in flight at normal
+// exit), and by `ncclwatch collect` from the slots of a dead process's segment. A call may get
+// more than one (same tid and t_enter_ns); the record written on return supersedes them all.
+// prefix.u8a = Func, prefix.flags = kCall* bits, prefix.u8b = InFlightSource, prefix.tid = thread.
+enum class InFlightSource : uint8_t { kDrain = 0, kExit = 1, kSalvage = 2, kWatchdog = 3 };
+struct InFlightRecord {
+  RecordPrefix prefix;
+  int64_t t_seen_ns;  // when the call was seen still in flight (host clock)
+  CallEntry entry;
+};
+
 union Record {
   RecordPrefix prefix;
   CallRecord call;
@@ -292,6 +372,7 @@ union Record {
   LaunchRecord launch;
   NvtxRecord nvtx;
   UniqueIdRecord unique_id;
+  InFlightRecord in_flight;
 };
 
 static_assert(sizeof(CallRecord) == kRecordSize);
@@ -307,14 +388,15 @@ static_assert(sizeof(CollGpuRecord) == kRecordSize);
 static_assert(sizeof(LaunchRecord) == kRecordSize);
 static_assert(sizeof(NvtxRecord) == kRecordSize);
 static_assert(sizeof(UniqueIdRecord) == kRecordSize);
+static_assert(sizeof(InFlightRecord) == kRecordSize);
 static_assert(sizeof(Record) == kRecordSize);
 static_assert(std::is_trivially_copyable_v<Record>);
 static_assert(std::is_standard_layout_v<CallRecord>);
 
 // Identity of the writing process, copied into both the segment and the trace file header.
 struct ProcessInfo {
-  char job[kJobIdSize];        // NUL-terminated
-  char host[kHostNameSize];    // NUL-terminated (gethostname or NCCLWATCH_HOST)
+  char job[kJobIdSize];      // NUL-terminated
+  char host[kHostNameSize];  // NUL-terminated (gethostname or NCCLWATCH_HOST)
   int64_t pid;
   int32_t rank;                // global rank, -1 until known
   int32_t world_size;          // -1 until known
@@ -342,6 +424,23 @@ struct RingSlot {
 };
 static_assert(sizeof(RingSlot) == 80);
 
+// One thread's entry evidence (layout version 2). A thread claims a free slot (owner_tid 0 ->
+// its tid, CAS) at its first hooked call and frees it when it exits. Before the real NCCL
+// function runs, the owner writes the call's CallEntry under a seqlock: version odd while it
+// writes, even when the entry is consistent; `active` = 1 from then until the call returns
+// (one store). Readers (drain thread, `ncclwatch status`, salvage) copy the slot and accept it
+// only if version was the same even value before and after the copy. A thread that finds no
+// free slot records without entry evidence (SegmentHeader::in_flight_overflow counts them).
+inline constexpr std::size_t kInFlightSlots = 64;
+struct InFlightSlot {
+  uint32_t owner_tid;  // 0 = free
+  uint32_t version;    // seqlock
+  uint32_t active;     // 1 while the owner is inside the call of `entry`
+  uint32_t calls;      // hooked calls this thread entered (wraps)
+  CallEntry entry;
+};
+static_assert(sizeof(InFlightSlot) == 64);
+
 inline constexpr uint32_t kSegmentStateLive = 1;    // owner process running
 inline constexpr uint32_t kSegmentStateClosed = 2;  // owner finished writing its trace file
 
@@ -362,9 +461,11 @@ struct SegmentHeader {
   uint64_t drained;                // records appended to the trace file so far
   uint32_t state;                  // kSegmentState*
   uint32_t mode;                   // 0 host-only, 1 full (CUPTI), 2 lite (CUDA events)
-  uint64_t reserved[4];
+  uint64_t in_flight_overflow;     // threads that found no free InFlightSlot (version 2)
+  uint64_t reserved[3];
+  alignas(64) InFlightSlot in_flight[kInFlightSlots];  // version 2
 };
-static_assert(sizeof(SegmentHeader) == 704);
+static_assert(sizeof(SegmentHeader) == 704 + 64 * kInFlightSlots);
 static_assert(sizeof(SegmentHeader) % 64 == 0, "ring slots start cache-line aligned");
 
 // Trace file: TraceHeader, then records back to back. The header is rewritten in place on close
@@ -380,10 +481,10 @@ struct TraceHeader {
   uint32_t record_size;     // kRecordSize
   uint32_t state;           // kTraceState*
   ProcessInfo process;
-  uint64_t records;         // records after the header when closed (0 while open)
-  uint64_t dropped;         // ring drops
+  uint64_t records;  // records after the header when closed (0 while open)
+  uint64_t dropped;  // ring drops
   uint64_t cupti_dropped;
-  uint32_t mode;            // as SegmentHeader::mode
+  uint32_t mode;  // as SegmentHeader::mode
   uint32_t reserved0;
   uint64_t reserved[8];
 };
@@ -393,16 +494,31 @@ static_assert(std::is_trivially_copyable_v<TraceHeader>);
 // Size in bytes of one element of an ncclDataType_t; 0 for unknown values.
 constexpr uint32_t datatype_size(uint8_t datatype) {
   switch (datatype) {
-    case 0: case 1: case 10: case 11: return 1;  // int8, uint8, fp8 e4m3, fp8 e5m2
-    case 2: case 3: case 7: return 4;            // int32, uint32, float32
-    case 4: case 5: case 8: return 8;            // int64, uint64, float64
-    case 6: case 9: return 2;                    // float16, bfloat16
-    default: return 0;
+    case 0:
+    case 1:
+    case 10:
+    case 11:
+      return 1;  // int8, uint8, fp8 e4m3, fp8 e5m2
+    case 2:
+    case 3:
+    case 7:
+      return 4;  // int32, uint32, float32
+    case 4:
+    case 5:
+    case 8:
+      return 8;  // int64, uint64, float64
+    case 6:
+    case 9:
+      return 2;  // float16, bfloat16
+    default:
+      return 0;
   }
 }
 
 // Bytes this rank passes to NCCL for a call (count x element size; for AllGather the count is
 // per rank, for ReduceScatter the received count, exactly as NCCL's own API defines them).
-constexpr uint64_t call_bytes(const CallRecord& r) { return r.count * datatype_size(r.datatype); }
+constexpr uint64_t call_bytes(const CallRecord& r) {
+  return r.count * datatype_size(r.datatype);
+}
 
 }  // namespace ncclwatch::format

@@ -50,6 +50,36 @@ BENCHMARK(BM_Emit)
     ->Repetitions(5)
     ->ReportAggregatesOnly(true);
 
+// Entry evidence as the hooks leave it (format.h, InFlightSlot): mark_entered before the real
+// call, mark_returned after. The alternative, an entry record in the ring, costs one BM_Emit per
+// call; this is what the slot costs instead.
+void BM_EntrySlot(benchmark::State& state) {
+  if (!ncclwatch::shim::ensure_recorder()) {
+    state.SkipWithError("recorder could not start");
+    return;
+  }
+  ncclwatch::format::CallEntry entry{};
+  entry.func = static_cast<uint8_t>(ncclwatch::format::Func::kAllReduce);
+  entry.comm_id = 0x1234;
+  entry.count = 1024;
+  entry.peer = -1;
+  for (auto _ : state) {
+    entry.t_enter_ns = ncclwatch::shim::now_ns();
+    ++entry.seq;
+    ncclwatch::shim::mark_entered(entry);
+    ncclwatch::shim::mark_returned();
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
+BENCHMARK(BM_EntrySlot)->Threads(1)->Repetitions(5)->ReportAggregatesOnly(true);
+
+// The clock read both variants include, for subtraction.
+void BM_Clock(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(ncclwatch::shim::now_ns());
+}
+BENCHMARK(BM_Clock)->Repetitions(5)->ReportAggregatesOnly(true);
+
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -197,7 +197,7 @@ TEST(LoadRank, TornFileKeepsValidRecordsAndSaysSo) {
 TEST(LoadRank, UnusableHeaderGivesEmptyTraceAndOneLine) {
   TempDir dir;
   auto header = make_header(make_process("j", "h", 5, 1, 2), format::kTraceStateClosed, 0);
-  header.layout_version = 2;
+  header.layout_version = format::kLayoutVersion + 1;
   write_trace(dir.file("v.trace"), header, {make_call(Func::kAllReduce, 1, 0, 100, 200)});
   std::vector<model::InputProblem> problems;
   const auto t = load_rank(dir.file("v.trace"), problems);
@@ -205,7 +205,7 @@ TEST(LoadRank, UnusableHeaderGivesEmptyTraceAndOneLine) {
   EXPECT_TRUE(t.calls.empty());
   EXPECT_FALSE(t.info.complete);
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_EQ(problems[0].message, "layout version 2, this ncclwatch reads version 1");
+  EXPECT_EQ(problems[0].message, "layout version 3, this ncclwatch reads versions 1 to 2");
 }
 
 TEST(LoadRank, NamesWithMissingChunksAndUnknownIds) {
