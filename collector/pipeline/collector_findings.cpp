@@ -232,10 +232,28 @@ void add_collector_findings(const model::JobTrace& job, const model::MatchResult
     desyncs += c.desyncs;
   }
   if (incomplete == 0 && desyncs == 0) {
-    add(report, Severity::kInfo,
-        fmt::format(
-            "{} ranks, {} comm{}: all {} instances matched on every rank (no hang, no desync)",
-            job.ranks.size(), match.comms.size(), match.comms.size() == 1 ? "" : "s", instances));
+    // "No hang" only when every rank is known to have got out of NCCL: none died or was killed,
+    // none left a call it never returned from, every trace was closed.
+    std::vector<int32_t> stopped, waiting;
+    for (const auto& r : job.ranks) {
+      if (!r.never_returned.empty()) waiting.push_back(r.info.rank);
+      if (r.info.salvaged || !r.info.complete) stopped.push_back(r.info.rank);
+    }
+    std::string line =
+        fmt::format("{} ranks, {} comm{}: all {} instances matched on every rank", job.ranks.size(),
+                    match.comms.size(), match.comms.size() == 1 ? "" : "s", instances);
+    if (waiting.empty() && stopped.empty()) {
+      add(report, Severity::kInfo, line + " (no hang, no desync)");
+    } else {
+      std::string known;
+      if (!waiting.empty())
+        known += fmt::format("; {} entered an NCCL call and never returned", ranks_word(waiting));
+      if (!stopped.empty())
+        known += fmt::format("; {} did not exit normally (died, was killed, or still running)",
+                             ranks_word(stopped));
+      add(report, Severity::kWarning,
+          line + " (no desync) but the job did not end cleanly" + known);
+    }
   }
 }
 

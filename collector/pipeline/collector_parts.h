@@ -18,6 +18,11 @@ using model::comm_hex;  // "0x%016x", collector/model/vocabulary.h
 void add_collector_findings(const model::JobTrace& job, const model::MatchResult& match,
                             const model::ClockAlignment& clock, model::Report& report);
 
+// The hang verdict (collector/match/hang_finder.h): a critical finding put first, JSON `hang`
+// (null when the job did not hang).
+void add_hang_verdict(const model::JobTrace& job, const model::MatchResult& match,
+                      model::Report& report);
+
 // Sections "Ranks", "Communicators", "Clocks" (first, in this order).
 void add_collector_sections(const model::JobTrace& job, const model::MatchResult& match,
                             const model::ClockAlignment& clock, std::size_t max_rank_rows,

@@ -45,7 +45,18 @@ TEST(Pipeline, HangSignatureIsTheFirstCriticalLine) {
   EXPECT_EQ(inc[0]["op"], "all_reduce");
   EXPECT_EQ(inc[0]["missing_ranks"], nlohmann::json::array({5}));
   std::string text = report::render_text(res.report);
-  EXPECT_EQ(text.rfind("CRITICAL [collector] rank 5 never entered", 0), 0u) << text;
+  // The hang verdict opens the report; the collector's own line follows it.
+  EXPECT_EQ(text.rfind("CRITICAL [hang] job hung in all_reduce #4812 on comm 0x00000000deadbeef "
+                       "(4.0 KiB): ranks 0-4,6-7 entered it; rank 5 never entered it",
+                       0),
+            0u)
+      << text;
+  EXPECT_NE(text.find("\nCRITICAL [collector] rank 5 never entered"), std::string::npos) << text;
+  const auto& hang = res.report.json["hang"];
+  EXPECT_EQ(hang["seq"], 4812);
+  EXPECT_EQ(hang["missing_ranks"], nlohmann::json::array({5}));
+  EXPECT_EQ(hang["waiting_ranks"], nlohmann::json::array({0, 1, 2, 3, 4, 6, 7}));
+  EXPECT_EQ(hang["evidence"], "last_incomplete");
 }
 
 TEST(Pipeline, DroppedRecordsAreNamedNextToTheMissingRank) {

@@ -28,7 +28,9 @@ TEST(JsonRenderer, SchemaFieldsOfTheCollector) {
   for (const char* k : {"offsets", "residual_us"}) EXPECT_TRUE(j["clock"].contains(k)) << k;
   ASSERT_FALSE(j["findings"].empty());
   EXPECT_EQ(j["findings"][0]["severity"], "critical");
-  EXPECT_EQ(j["findings"][0]["source"], "collector");
+  EXPECT_EQ(j["findings"][0]["source"], "hang");  // the hang verdict comes first
+  EXPECT_EQ(j["hang"]["seq"], j["incomplete"][0]["seq"]);
+  EXPECT_EQ(j["findings"][1]["source"], "collector");
 }
 
 TEST(JsonRenderer, WritesAFileAndReportsFailure) {
