@@ -12,6 +12,9 @@
 //   --sleep R:K:MS       rank R sleeps MS ms before its K-th collective (0-based, world comm)
 //   --exit R:K[:kill]    rank R exits with status 3 (or SIGKILLs itself) at the start of step K
 //   --desync R:K         rank R uses count+1 at step K
+//   --spin R:K           rank R stops calling NCCL at the start of step K and loops on the host
+//                        until killed (a rank stuck in data loading; the others wait in NCCL)
+//   --skip-init R        rank R never calls ncclCommInitRank: it loops on the host until killed
 //   --threads            a second thread runs the same steps on its own comm at the same time
 //   --fork K             at step K fork a child that makes its own 1-rank comm and allreduce
 //   --nonblocking        init the world comm with config.blocking = 0 and poll for completion
@@ -48,7 +51,14 @@ struct Options {
   int exit_rank = -1, exit_step = -1;
   bool exit_kill = false;
   int desync_rank = -1, desync_step = -1;
+  int spin_rank = -1, spin_step = -1;
+  int skip_init_rank = -1;
 };
+
+[[noreturn]] void spin_forever() {
+  std::fflush(nullptr);
+  for (;;) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
 
 int g_rank = 0, g_world = 1;
 
@@ -136,6 +146,7 @@ void run_steps(const Options& o, ncclComm_t world, ncclComm_t split, bool main_t
       if (o.exit_kill) raise(SIGKILL);
       std::exit(3);
     }
+    if (main_thread && g_rank == o.spin_rank && step == o.spin_step) spin_forever();
     if (main_thread && step == o.fork_step) {
       pid_t pid = fork();
       if (pid == 0) {
@@ -225,6 +236,11 @@ int main(int argc, char** argv) {
     } else if (a == "--desync") {
       auto v = parse_ints(next());
       if (v.size() == 2) o.desync_rank = v[0], o.desync_step = v[1];
+    } else if (a == "--spin") {
+      auto v = parse_ints(next());
+      if (v.size() == 2) o.spin_rank = v[0], o.spin_step = v[1];
+    } else if (a == "--skip-init") {
+      o.skip_init_rank = std::atoi(next().c_str());
     } else if (a == "--threads")
       o.threads = true;
     else if (a == "--fork")
@@ -249,6 +265,7 @@ int main(int argc, char** argv) {
   }
 
   ncclUniqueId id = exchange_id("world");
+  if (g_rank == o.skip_init_rank) spin_forever();
   ncclComm_t world = nullptr;
   if (o.nonblocking) {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
