@@ -170,5 +170,39 @@ TEST(HangFinder, WithoutEntryEvidenceTheLastIncompleteInstanceDecides) {
   EXPECT_NE(v.text.find("its process died or was killed"), std::string::npos) << v.text;
 }
 
+TEST(HangFinder, KernelLaunchedButNeverFinishedIsNamed) {
+  // CUPTI mode: the stuck all-reduce's kernel was launched on ranks 0 and 2 (link records); rank
+  // 2's kernel has its activity record, rank 0's never came: only rank 0 is "never finished".
+  JobBuilder b(3);
+  b.comm(kComm, {0, 1, 2});
+  for (int r = 0; r < 3; ++r) {
+    b.call(r, kComm, 0, Func::kAllReduce, 256, 1000, 1100);
+    returned(b, r, b.job.ranks[r].calls.back(), 1100);
+  }
+  for (int r : {0, 2}) {
+    b.call(r, kComm, 1, Func::kAllReduce, 256, 2000 + r, 2000 + r);
+    never_returned(b, r, 9'000'000'000);
+    format::KernelLinkRecord link{};
+    link.t_ns = 2001 + r;
+    link.comm_id = kComm;
+    link.seq = 1;
+    link.correlation = 70 + static_cast<uint32_t>(r);
+    b.job.ranks[r].links.push_back(link);
+  }
+  model::KernelEvent done;
+  done.start_ns = 2005;
+  done.end_ns = 3000;
+  done.correlation = 72;
+  done.nccl = true;
+  b.job.ranks[2].kernels.push_back(done);
+  const auto v = find_hang(b.job, match_job(b.job));
+  ASSERT_TRUE(v.hung);
+  EXPECT_EQ(v.seq, 1u);
+  EXPECT_EQ(v.missing_ranks, (std::vector<int32_t>{1}));
+  EXPECT_EQ(v.kernel_never_finished, (std::vector<int32_t>{0}));
+  EXPECT_NE(v.text.find("NCCL kernel launched, never finished on rank 0"), std::string::npos)
+      << v.text;
+}
+
 }  // namespace
 }  // namespace ncclwatch::match
