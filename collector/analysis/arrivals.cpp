@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "analysis/saturating.h"
+
 namespace ncclwatch::analysis {
 
 int64_t default_tie_ns(const model::ClockAlignment& clocks) {
@@ -44,7 +46,7 @@ Arrivals Arrivals::of(const model::JobTrace& job, const model::MatchResult& matc
     for (std::size_t m = first; m < end; ++m) {
       const model::InstanceMember& mem = match.members[m];
       const model::CallEvent& c = job.ranks[mem.rank_index].calls[mem.call_index];
-      const int64_t t = (all_gpu ? c.gpu_start_ns : c.enter_ns) + clocks.at(mem.rank_index);
+      const int64_t t = sat_add(all_gpu ? c.gpu_start_ns : c.enter_ns, clocks.at(mem.rank_index));
       a.member_ns[m] = t;
       sorted.push_back(t);
       if (best_m < 0 || t > best) {
@@ -56,9 +58,8 @@ Arrivals Arrivals::of(const model::JobTrace& job, const model::MatchResult& matc
     std::sort(sorted.begin(), sorted.end());
     const std::size_t n = sorted.size();
     out.last_ns = best;
-    out.last_member = best - sorted[n - 2] > tie_ns ? best_m : -1;
-    out.median_ns =
-        n % 2 == 1 ? sorted[n / 2] : sorted[n / 2 - 1] + (sorted[n / 2] - sorted[n / 2 - 1]) / 2;
+    out.last_member = sat_sub(best, sorted[n - 2]) > tie_ns ? best_m : -1;
+    out.median_ns = n % 2 == 1 ? sorted[n / 2] : midpoint(sorted[n / 2 - 1], sorted[n / 2]);
   }
   return a;
 }
@@ -78,7 +79,7 @@ std::vector<IntervalSet> peer_wait_sets(const model::JobTrace& job, const model:
     for (std::size_t m = inst.first_member; m < inst.first_member + inst.nmembers; ++m) {
       const model::InstanceMember& mem = match.members[m];
       const model::CallEvent& c = job.ranks[mem.rank_index].calls[mem.call_index];
-      const int64_t last_local = ia.last_ns - clocks.at(mem.rank_index);
+      const int64_t last_local = sat_sub(ia.last_ns, clocks.at(mem.rank_index));
       spans[mem.rank_index].push_back({c.gpu_start_ns, std::min(c.gpu_end_ns, last_local)});
     }
   }

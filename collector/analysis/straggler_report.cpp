@@ -41,79 +41,119 @@ std::string ordinal(std::size_t n) {
 
 }  // namespace
 
+std::string StragglerReport::where(const Straggler& s) {
+  static const char* const kWords[] = {"", "first", "second", "third"};
+  const std::string nth =
+      s.late_at_ordinal < 4 ? kWords[s.late_at_ordinal] : ordinal(s.late_at_ordinal);
+  return fmt::format("the {} {}", nth, func_name(s.late_at_func));
+}
+
+std::string StragglerReport::cost(const Straggler& s) {
+  return fmt::format(
+      "costing {}/step of waiting summed over the ranks that waited ({:.1f}% of step time)",
+      human_time(s.cost_ns_per_step), s.cost_pct);
+}
+
 std::string StragglerReport::line(const Straggler& s, const std::string& what) {
   switch (s.pattern) {
     case Pattern::kPeriodic:
-      return fmt::format("{} is late every {} step (steps {}), +{} each; {}", who(s.rank, s.host),
-                         ordinal(s.period_steps), step_list(s.spike_steps),
-                         human_time(s.spike_lateness_ns), s.because);
+      return fmt::format("{} is {} late every {} step (steps {}) at {} of the step, {}; {}",
+                         who(s.rank, s.host), human_time(s.lateness_ns), ordinal(s.period_steps),
+                         step_list(s.spike_steps), where(s), cost(s), s.because);
     case Pattern::kSpikes:
-      return fmt::format("{} is late in {} steps (steps {}), +{} each; {}", who(s.rank, s.host),
-                         s.spike_steps.size(), step_list(s.spike_steps),
-                         human_time(s.spike_lateness_ns), s.because);
+      return fmt::format(
+          "{} is {} late in {} of {} steps (steps {}), more often than its peers, at {} of the "
+          "step, {}; {}",
+          who(s.rank, s.host), human_time(s.lateness_ns), s.spike_steps.size(), s.steady_steps,
+          step_list(s.spike_steps), where(s), cost(s), s.because);
     case Pattern::kPersistent:
       break;
   }
-  // "+X each time": its lateness when it was the one everybody waited for (the mean over all
-  // instances, diluted by the ones it was on time for, is in the section and JSON).
-  return fmt::format(
-      "{} arrives last at {:.0f}% of {}, +{} each time; {}", who(s.rank, s.host),
-      s.arrived_last_pct, what,
-      human_time(s.lateness_when_last_ns > 0 ? s.lateness_when_last_ns : s.mean_lateness_ns),
-      s.because);
+  if (s.steady_steps == 0 || s.late_steps == 0) {  // no steps: per-collective samples
+    return fmt::format("{} is {} late at its {} (median), {}; {}", who(s.rank, s.host),
+                       human_time(s.lateness_ns), what, cost(s), s.because);
+  }
+  const std::string when =
+      10 * s.late_steps >= 9 * s.steady_steps
+          ? std::string("every step")
+          : fmt::format("the step in {} of {} steps", s.late_steps, s.steady_steps);
+  return fmt::format("{} is {} late at {} of {}, {}; {}", who(s.rank, s.host),
+                     human_time(s.lateness_ns), where(s), when, cost(s), s.because);
 }
 
 void StragglerReport::write(const StragglerResult& r, model::Report& report) {
   const bool host_only = r.gpu_instances == 0 && r.host_instances > 0;
-  // Findings: node problems first (they explain several ranks at once), then single ranks.
+  // Findings, costliest first: a node problem explains several ranks at once and costs their sum.
+  struct Line {
+    double cost;
+    model::Finding finding;
+  };
+  std::vector<Line> lines;
   for (const NodeProblem& n : r.nodes) {
     std::string ranks;
     for (int32_t k : n.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(k);
     const auto first = std::find_if(r.stragglers.begin(), r.stragglers.end(),
                                     [&](const Straggler& s) { return s.host == n.host; });
-    report.findings.push_back(
-        {model::Severity::kWarning, "stragglers",
-         fmt::format("node {} (ranks {}) arrives last at {:.0f}% of {}, +{} — node problem (its "
-                     "data loading, storage, CPU or NIC){}",
-                     n.host, ranks, n.arrived_last_pct, r.what, human_time(n.mean_lateness_ns),
-                     first != r.stragglers.end() ? "; " + first->cause + ": " + first->evidence
-                                                 : std::string())});
+    std::string at = "its collectives";
+    if (first != r.stragglers.end() && first->late_steps) at = where(*first) + " of every step";
+    lines.push_back(
+        {n.cost_ns_per_step,
+         {n.warning ? model::Severity::kWarning : model::Severity::kInfo, "stragglers",
+          fmt::format("node {} (ranks {}) is {} late at {}, costing {}/step of waiting summed "
+                      "over the ranks that waited ({:.1f}% of step time) — node problem (its "
+                      "data loading, storage, CPU or NIC){}",
+                      n.host, ranks, human_time(n.lateness_ns), at, human_time(n.cost_ns_per_step),
+                      n.cost_pct,
+                      first != r.stragglers.end() ? "; " + first->cause + ": " + first->evidence
+                                                  : std::string())}});
   }
   std::size_t shown = 0;
   for (const Straggler& s : r.stragglers) {
     if (s.node_problem || shown == kMaxFindings) continue;
     ++shown;
-    report.findings.push_back({model::Severity::kWarning, "stragglers", line(s, r.what)});
+    lines.push_back({s.cost_ns_per_step,
+                     {s.warning ? model::Severity::kWarning : model::Severity::kInfo, "stragglers",
+                      line(s, r.what)}});
   }
-  double worst_last = 0, worst_fair = 0, worst_late = 0;
-  for (const RankArrivalStats& s : r.stats.ranks) {
-    if (s.instances && s.last_pct() >= worst_last) {
-      worst_last = s.last_pct();
-      worst_fair = s.fair_last_pct;
-    }
-    worst_late = std::max(worst_late, s.mean_lateness_ns());
-  }
+  std::stable_sort(lines.begin(), lines.end(),
+                   [](const Line& a, const Line& b) { return a.cost > b.cost; });
+  for (Line& l : lines) report.findings.push_back(std::move(l.finding));
   if (r.stragglers.empty() && r.instances > 0) {
     report.findings.push_back(
         {model::Severity::kInfo, "stragglers",
-         fmt::format("no straggler: ranks take turns arriving last (at most {:.0f}% vs {:.0f}% "
-                     "fair share), worst mean lateness {} (threshold {}){}",
-                     worst_last, worst_fair, signed_time(worst_late),
-                     human_time(static_cast<double>(r.late_ns)),
+         fmt::format("no straggler: no rank's lateness differs from its peers' (sign and phase "
+                     "tests at {:.0f}% family-wise error over {} ranks){}",
+                     100 * r.alpha, r.ranks,
                      host_only ? "; arrivals are host call entries (host-only records)" : "")});
+  }
+  if (r.delays.reported) {
+    report.findings.push_back(
+        {model::Severity::kInfo, "stragglers",
+         fmt::format("random delays of up to {} on every rank (OS jitter, GC, CPU contention) "
+                     "cost {:.1f}% of step time ({}/step of waiting summed over ranks); no rank "
+                     "is singled out",
+                     human_time(r.delays.up_to_ns), r.delays.cost_pct,
+                     human_time(r.delays.cost_ns_per_step))});
   }
 
   // Section.
   std::string body = fmt::format(
       "{} matched collective instances; arrival = {}.\n"
-      "noise (median per-rank lateness jitter) {}; median step {}.\n"
-      "straggler: mean lateness >= {} (max(3 x noise, 100 µs, 1% of a step)) and last at more "
-      "than halfway between fair share and 100% (last% and fair% count instances not tied), or "
-      "spike-late in half its steps; spike step: >= {} late (max(10 x noise, 500 µs, 10% of a "
-      "step)), 3+ on one spacing = periodic, 3+ = spikes; ties within {} are nobody's.\n\n",
-      r.instances, r.timestamps, human_time(static_cast<double>(r.stats.noise_ns)),
-      human_time(static_cast<double>(r.step_ns)), human_time(static_cast<double>(r.late_ns)),
-      human_time(static_cast<double>(r.spike_ns)), human_time(static_cast<double>(r.tie_ns)));
+      "samples: {}; noise σ (median per-rank 1.4826 x MAD of lateness minus the step's median "
+      "rank) {}; median step {}.\n"
+      "straggler: lateness differs from its peers' — more late {} than a fair coin allows "
+      "(sign test) or a median excess beyond z x σ/√n (Bonferroni over {} ranks, {:.0f}% "
+      "family-wise), and median excess >= {} (max(100 µs, 1% of a step)); periodic: spikes "
+      "(>= {} = max(500 µs, 10% of a step, 5σ)) on one phase of a period in >= 80% of its "
+      "steps, chance excluded after correction; spikes: more spike steps than the peers' rate "
+      "explains. A straggler costing < 1% of step time is info. Ties within {} are nobody's.\n\n",
+      r.instances, r.timestamps,
+      r.per_step ? fmt::format("worst lateness per steady step ({} steps)", r.steady_steps)
+                 : std::string("lateness per collective (no usable steps)"),
+      human_time(static_cast<double>(r.stats.noise_ns)), human_time(static_cast<double>(r.step_ns)),
+      r.per_step ? "steps" : "collectives", r.ranks, 100 * r.alpha,
+      human_time(static_cast<double>(r.late_ns)), human_time(static_cast<double>(r.spike_ns)),
+      human_time(static_cast<double>(r.tie_ns)));
   body += fmt::format("{:>6} {:<16} {:>9} {:>7} {:>7} {:>11} {:>11} {:>10}\n", "rank", "host",
                       "instances", "last%", "fair%", "lateness", "inflicted", "jitter");
   std::vector<const RankArrivalStats*> rows;
@@ -151,6 +191,14 @@ void StragglerReport::write(const StragglerResult& r, model::Report& report) {
   if (!r.one_offs.empty()) {
     body += "\none-off late steps (not counted as stragglers):\n";
     for (const std::string& o : r.one_offs) body += "  " + o + "\n";
+    if (r.one_offs_total > r.one_offs.size())
+      body += fmt::format("  ... {} more\n", r.one_offs_total - r.one_offs.size());
+  }
+  if (r.delays.cost_pct > 0) {
+    body += fmt::format(
+        "\ndelays alike on every rank: up to {} (99th percentile of the unnamed ranks' worst "
+        "lateness per step), {:.1f}% of step time ({}/step of waiting summed over ranks).\n",
+        human_time(r.delays.up_to_ns), r.delays.cost_pct, human_time(r.delays.cost_ns_per_step));
   }
   report.sections.push_back({"Stragglers", body});
 
@@ -171,7 +219,16 @@ void StragglerReport::write(const StragglerResult& r, model::Report& report) {
                     {"period_steps", s.period_steps},
                     {"spike_steps", steps},
                     {"spike_lateness_us", us(s.spike_lateness_ns)},
-                    {"node_problem", s.node_problem}});
+                    {"node_problem", s.node_problem},
+                    {"lateness_us", us(s.lateness_ns)},
+                    {"late_at", where(s)},
+                    {"late_at_call", s.late_at_ordinal},
+                    {"late_steps", s.late_steps},
+                    {"steady_steps", s.steady_steps},
+                    {"cost_us_per_step", us(s.cost_ns_per_step)},
+                    {"cost_pct", s.cost_pct},
+                    {"severity", s.warning ? "warning" : "info"},
+                    {"p_value", s.p_value}});
   }
   report.json["stragglers"] = list;
   nlohmann::json nodes = nlohmann::json::array();
@@ -179,7 +236,11 @@ void StragglerReport::write(const StragglerResult& r, model::Report& report) {
     nodes.push_back({{"host", n.host},
                      {"ranks", n.ranks},
                      {"arrived_last_pct", n.arrived_last_pct},
-                     {"mean_lateness_us", us(n.mean_lateness_ns)}});
+                     {"mean_lateness_us", us(n.mean_lateness_ns)},
+                     {"lateness_us", us(n.lateness_ns)},
+                     {"cost_us_per_step", us(n.cost_ns_per_step)},
+                     {"cost_pct", n.cost_pct},
+                     {"severity", n.warning ? "warning" : "info"}});
   }
   report.json["straggler_analysis"] = {{"timestamps", r.host_instances == 0  ? "gpu_kernel_start"
                                                       : r.gpu_instances == 0 ? "call_entry"
@@ -190,7 +251,16 @@ void StragglerReport::write(const StragglerResult& r, model::Report& report) {
                                        {"spike_threshold_us", us(static_cast<double>(r.spike_ns))},
                                        {"step_us", us(static_cast<double>(r.step_ns))},
                                        {"tie_us", us(static_cast<double>(r.tie_ns))},
-                                       {"node_problems", nodes}};
+                                       {"node_problems", nodes},
+                                       {"samples", r.per_step ? "steps" : "instances"},
+                                       {"steady_steps", r.steady_steps},
+                                       {"ranks", r.ranks},
+                                       {"alpha", r.alpha},
+                                       {"job_wide_delays",
+                                        {{"up_to_us", us(r.delays.up_to_ns)},
+                                         {"cost_us_per_step", us(r.delays.cost_ns_per_step)},
+                                         {"cost_pct", r.delays.cost_pct},
+                                         {"reported", r.delays.reported}}}};
 }
 
 }  // namespace ncclwatch::analysis

@@ -1,16 +1,17 @@
-// Which ranks are stragglers, how (persistent, periodic, spikes), and why (gpu-slow,
-// host-stall, network, unknown), with the evidence in numbers.
+// Which ranks are stragglers, how (persistent, periodic, spikes), why (gpu-slow, host-stall,
+// network, unknown), and what each costs the job. A straggler is a rank whose lateness differs
+// from its peers', not a rank that was ever late (reasoning: collector/analysis/README.md).
 //
-// Thresholds are relative to the run's own noise (stated in the report):
-//   noise     = median over ranks of each rank's lateness jitter (1.4826 x MAD);
-//   late      = max(3 x noise, 100 µs, 1% of the median step) of mean lateness against the median
-//   rank, and either
-//               arriving last (among instances not tied) at more than halfway between its fair
-//               share (1/comm size) and 100 %, or being a spike-late in half its steady steps;
-//   spike     = a step where the rank is max(10 x noise, 500 µs, 10% of the median step) late;
-//               three or more on one progression (every N steps) make a periodic straggler,
-//               else three or more make a spiky one; the rest are listed as one-offs.
-// So a clean run, whose ranks take turns arriving last within jitter, reports none.
+// Per steady step k and rank r: X[r][k] = its worst lateness in the step against each
+// collective's median arrival; the step's reference is the median of X over ranks, and
+// d[r][k] = X[r][k] − reference. Noise σ = median over ranks of 1.4826 x MAD(d[r]).
+//   persistent: sign test on d[r] (P(>= as many late steps | fair coin) x ranks <= alpha) or a
+//               z test of median(d[r]) against σ (Bonferroni over ranks, most steps late), and
+//               an effect: median(d[r]) >= late = max(100 µs, 1% of a step);
+//   periodic:   spike steps (d >= spike = max(500 µs, 10% of a step, 5σ)) on one phase of a
+//               period, consistently (periodic_fit.h), chance excluded after correction;
+//   spikes:     more spike steps than the peers' rate explains (binomial, corrected).
+// Delays alike on every rank are nobody's: one job-wide figure (JobWideDelays), no straggler.
 #pragma once
 
 #include <cstdint>
@@ -28,10 +29,11 @@ namespace ncclwatch::analysis {
 
 inline constexpr int64_t kLateFloorNs = 100'000;
 inline constexpr int64_t kSpikeFloorNs = 500'000;
-inline constexpr double kLateNoiseFactor = 3.0;
-inline constexpr double kSpikeNoiseFactor = 10.0;
-inline constexpr double kLateStepShare = 0.01;  // of the median steady step
+inline constexpr double kSpikeNoiseFactor = 5.0;  // spike threshold in units of σ
+inline constexpr double kLateStepShare = 0.01;    // of the median steady step
 inline constexpr double kSpikeStepShare = 0.10;
+inline constexpr double kAlpha = 0.01;       // family-wise false-straggler rate per job
+inline constexpr double kWarnCostPct = 1.0;  // a straggler costing less is info, not a warning
 
 enum class Pattern : uint8_t { kPersistent, kPeriodic, kSpikes };
 const char* to_string(Pattern p);
@@ -52,6 +54,20 @@ struct Straggler {
   std::string cause;                     // gpu-slow | host-stall | network | unknown
   std::string evidence;                  // numbers behind the cause
   std::string because;                   // the finding's clause: "its GPU idles 7.9 ms/step ..."
+  // Where and how late, measured where it happens: its typical worst lateness per affected
+  // step (persistent: median over its steady steps; periodic/spikes: mean over the spike
+  // steps), at the `late_at_ordinal`-th call of the step (most often), a `late_at_func`.
+  double lateness_ns = 0;
+  std::size_t late_at_ordinal = 1;
+  format::Func late_at_func = format::Func::kAllReduce;
+  std::size_t late_steps = 0;    // steady steps in which it was late (>= half the threshold)
+  std::size_t steady_steps = 0;  // its steady steps
+  // Cost: wait it inflicted on its peers per steady step, summed over the ranks that waited,
+  // and that as a share of the job's rank-time (all ranks x step time).
+  double cost_ns_per_step = 0;
+  double cost_pct = 0;
+  bool warning = false;  // cost_pct >= kWarnCostPct
+  double p_value = 1;    // of the test that named it, corrected for the ranks and candidates
 };
 
 struct NodeProblem {
@@ -59,11 +75,23 @@ struct NodeProblem {
   std::vector<int32_t> ranks;
   double arrived_last_pct = 0;
   double mean_lateness_ns = 0;
+  double lateness_ns = 0;  // mean over its ranks of Straggler::lateness_ns
+  double cost_ns_per_step = 0;
+  double cost_pct = 0;
+  bool warning = false;
+};
+
+// Delays shared by every rank (OS jitter, GC, CPU contention): what they cost, no culprit.
+struct JobWideDelays {
+  double up_to_ns = 0;          // 99th percentile of non-straggler ranks' worst lateness per step
+  double cost_ns_per_step = 0;  // waiting not explained by stragglers, summed over ranks
+  double cost_pct = 0;          // ... as a share of the job's rank-time
+  bool reported = false;        // cost_pct >= kWarnCostPct: worth an info line
 };
 
 struct StragglerResult {
   ArrivalStats stats;
-  std::vector<Straggler> stragglers;  // worst first (inflicted wait)
+  std::vector<Straggler> stragglers;  // costliest first
   std::vector<NodeProblem> nodes;
   int64_t late_ns = 0;
   int64_t spike_ns = 0;
@@ -75,6 +103,12 @@ struct StragglerResult {
   uint64_t gpu_instances = 0;         // instances whose arrivals are kernel starts
   uint64_t host_instances = 0;        // ... call entries
   std::vector<std::string> one_offs;  // single spike steps, for the section only
+  std::size_t one_offs_total = 0;     // one_offs lists at most 16
+  JobWideDelays delays;
+  std::size_t ranks = 0;         // ranks with instances
+  std::size_t steady_steps = 0;  // median over ranks
+  bool per_step = true;          // samples are steps (else instances: no usable steps)
+  double alpha = kAlpha;
 
   static StragglerResult of(const model::JobTrace& job, const model::MatchResult& match,
                             const model::ClockAlignment& clocks, const Arrivals& arrivals,

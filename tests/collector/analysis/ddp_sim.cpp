@@ -1,6 +1,7 @@
 #include "ddp_sim.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace ncclwatch::analysis::testing {
@@ -15,7 +16,35 @@ struct Rng {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
     return n > 0 ? static_cast<int64_t>((s >> 33) % static_cast<uint64_t>(n)) : 0;
   }
+  double unit() {  // [0, 1)
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(s >> 11) / 9007199254740992.0;
+  }
 };
+
+// A noise delay of amplitude `a` ns (see Noise); `per_call` for the call-entry part.
+int64_t noise_delay(Rng& rng, Noise kind, double a, bool per_call) {
+  if (a <= 0) return 0;
+  double d = 0;
+  switch (kind) {
+    case Noise::kNone:
+      break;
+    case Noise::kJitter:
+      if (!per_call) d = rng.unit() * a;
+      break;
+    case Noise::kGc:
+      if (!per_call && rng.unit() < 0.1) d = a / 10 * std::pow(1 - rng.unit(), -1 / 1.5);
+      break;
+    case Noise::kContention:
+      if (!per_call) {
+        d = -std::log(1 - rng.unit()) * a / 4;
+      } else if (rng.unit() < 0.2) {
+        d = -std::log(1 - rng.unit()) * a / 8;
+      }
+      break;
+  }
+  return static_cast<int64_t>(std::min(d, a));
+}
 
 struct RankState {
   int64_t host_ready = kEpoch;  // when the host may issue the next step (true time)
@@ -27,11 +56,30 @@ struct RankState {
 
 }  // namespace
 
+const char* to_string(Noise n) {
+  switch (n) {
+    case Noise::kJitter:
+      return "jitter";
+    case Noise::kGc:
+      return "gc-pauses";
+    case Noise::kContention:
+      return "cpu-contention";
+    case Noise::kNone:
+      break;
+  }
+  return "none";
+}
+
+std::string host_name(int index) {
+  return index < 26 ? std::string("node-") + static_cast<char>('a' + index)
+                    : "node-" + std::to_string(index + 1);
+}
+
 SimParams sim_params(int nranks, int per_host) {
   SimParams p;
   for (int r = 0; r < nranks; ++r) {
     SimRank s;
-    s.host = std::string("node-") + static_cast<char>('a' + r / per_host);
+    s.host = host_name(r / per_host);
     p.ranks.push_back(s);
   }
   return p;
@@ -62,6 +110,7 @@ SimJob simulate(const SimParams& p) {
     out.clocks.rank_offset_ns[r] = -p.ranks[r].clock_skew_ns;
   }
   auto jit = [&]() { return rng.below(p.jitter_ns); };
+  const double amp = p.noise_frac * static_cast<double>(p.nominal_step_ns());
   auto scaled = [&](std::size_t r, int64_t ns) {
     return static_cast<int64_t>(static_cast<double>(ns) * p.ranks[r].compute_scale) + jit();
   };
@@ -88,6 +137,7 @@ SimJob simulate(const SimParams& p) {
       int64_t stall = sr.host_stall_ns + (sr.host_stall_ns ? jit() : 0);
       if (sr.spike_every > 0 && (s + 1) % sr.spike_every == 0) stall += sr.spike_ns;
       if (s == sr.extra_spike_step) stall += sr.spike_ns;
+      stall += noise_delay(rng, p.noise, amp, false);
       step_begin[r] = rs.host_ready;
       const int64_t issue = rs.host_ready + stall;
       int64_t t = std::max(issue, rs.compute_free);
@@ -106,11 +156,15 @@ SimJob simulate(const SimParams& p) {
     }
     // All-reduces, bucket by bucket across ranks (the end of one depends on every member).
     for (int k = 0; k < p.buckets; ++k) {
-      std::vector<int64_t> arrival(n);
+      std::vector<int64_t> arrival(n), enter(n);
       int64_t last = 0;
       for (std::size_t r = 0; r < n; ++r) {
         const int64_t ready_at = p.after_backward ? ready[r][p.buckets - 1] : ready[r][k];
         arrival[r] = std::max(ready_at, st[r].comm_free);
+        // A descheduled host enters the call late; the kernel cannot start before its launch.
+        const int64_t late_entry = noise_delay(rng, p.noise, amp, true);
+        enter[r] = arrival[r] - p.launch_lead_ns + late_entry;
+        arrival[r] = std::max(arrival[r], enter[r] + p.launch_lead_ns);
         last = std::max(last, arrival[r]);
       }
       const int64_t end = last + p.transfer_ns;
@@ -126,7 +180,7 @@ SimJob simulate(const SimParams& p) {
         const int64_t skew = p.ranks[r].clock_skew_ns;
         model::RankTrace& t = out.job.ranks[r];
         model::CallEvent c;
-        c.enter_ns = arrival[r] - p.launch_lead_ns + skew;
+        c.enter_ns = enter[r] + skew;
         c.exit_ns = c.enter_ns + 5'000;
         c.comm_id = kComm;
         c.seq = inst.seq;

@@ -25,6 +25,17 @@ struct SimRank {
   int64_t clock_skew_ns = 0;  // this rank's clock reads true time + skew
 };
 
+// Delays on every rank, none of them a straggler (ground truth: clean). Amplitude A =
+// noise_frac x the nominal step (memcpy + forward + backward + one transfer + optimizer).
+enum class Noise : uint8_t {
+  kNone,
+  kJitter,      // each step each rank's host starts U(0, A) late (OS jitter)
+  kGc,          // 10% of rank-steps: a Pareto(1.5) pause from A/10, capped at A (Python GC)
+  kContention,  // each rank-step an Exp(A/4) delay capped at A, and 20% of NCCL calls enter
+                // Exp(A/8) late (capped at A): a CPU shared with DataLoader workers
+};
+const char* to_string(Noise n);
+
 struct SimParams {
   std::vector<SimRank> ranks;
   int steps = 12;
@@ -42,6 +53,12 @@ struct SimParams {
   bool step_ranges = false;         // emit ProfilerStep#N ranges
   int64_t launch_lead_ns = 40'000;  // host call entry precedes the kernel start by this
   uint64_t seed = 1;
+  Noise noise = Noise::kNone;
+  double noise_frac = 0;  // amplitude of `noise` as a share of the nominal step
+
+  int64_t nominal_step_ns() const {
+    return memcpy_ns + forward_ns + buckets * segment_ns + transfer_ns + optimizer_ns;
+  }
 };
 
 struct SimJob {
@@ -52,7 +69,9 @@ struct SimJob {
 
 SimJob simulate(const SimParams& p);
 
-// A params helper: n ranks, `per_host` ranks per host named node-a, node-b, ...
+// A params helper: n ranks, `per_host` ranks per host named node-a, node-b, ... (node-27,
+// node-28, ... beyond 26 hosts).
 SimParams sim_params(int nranks, int per_host);
+std::string host_name(int index);
 
 }  // namespace ncclwatch::analysis::testing

@@ -21,11 +21,13 @@ TEST(AnalysisReport, HostStallHeadline) {
   const model::Report r = run(p);
   ASSERT_FALSE(r.findings.empty());
   const std::string& first = r.findings.front().text;
-  EXPECT_EQ(
-      first.rfind("rank 1 (node-a) arrives last at 100% of all-reduces, +1.5 ms each time; its GPU "
-                  "idles 3.0 ms/step",
-                  0),
-      0u)
+  // Late where it happens: 3 ms at bucket 1 of every step. Cost: 3 peers wait 3 ms there and
+  // 1 ms at each of buckets 2-4 (queued behind bucket 1) = 18 ms/step, of 4 ranks x 18.5 ms.
+  EXPECT_EQ(first.rfind("rank 1 (node-a) is 3.0 ms late at the first all-reduce of every step, "
+                        "costing 18.0 ms/step of waiting summed over the ranks that waited (24.3% "
+                        "of step time); its GPU idles 3.0 ms/step",
+                        0),
+            0u)
       << first;
   EXPECT_NE(first.find("host-side stall (data loading?)"), std::string::npos) << first;
   EXPECT_EQ(r.findings.front().severity, model::Severity::kWarning);

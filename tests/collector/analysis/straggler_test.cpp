@@ -3,6 +3,8 @@
 // 1 ms optimizer, 20 µs jitter on every kernel. Derivations in the comments.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "analysis/analyze.h"
 #include "analysis/arrivals.h"
 #include "analysis/straggler_verdict.h"
@@ -109,7 +111,9 @@ TEST(Stragglers, WholeSlowNode) {
     EXPECT_EQ(s["cause"], "host-stall");
     EXPECT_NEAR(us(s, "mean_lateness_us"), 750.0, 100.0);
   }
-  EXPECT_EQ(run.report.findings.front().text.rfind("node node-b (ranks 2, 3) arrives last", 0), 0u)
+  EXPECT_EQ(run.report.findings.front().text.rfind(
+                "node node-b (ranks 2, 3) is 1.5 ms late at the first all-reduce of every step", 0),
+            0u)
       << run.report.findings.front().text;
 }
 
@@ -221,6 +225,48 @@ TEST(Arrivals, TiesAreNobodysFaultAndMalformedInstancesAreSkipped) {
   EXPECT_FALSE(a.instances[1].used);
   EXPECT_FALSE(a.instances[2].used);
   EXPECT_EQ(a.host_instances, 1u);
+}
+
+TEST(Arrivals, TimestampsNearInt64LimitsSaturateInsteadOfOverflowing) {
+  // A corrupt record (or a wild clock offset) puts arrivals at both ends of int64: lateness
+  // and waits clamp to the int64 range (no signed overflow, no "-2305843009 s").
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  model::JobTrace job;
+  job.ranks.resize(3);
+  const int64_t enters[3] = {kMax - 10, kMin + 10, 0};
+  for (std::size_t r = 0; r < 3; ++r) {
+    model::CallEvent c;
+    c.func = format::Func::kAllReduce;
+    c.enter_ns = enters[r];
+    job.ranks[r].calls.push_back(c);
+  }
+  model::MatchResult m;
+  m.members = {{0, 0}, {1, 0}, {2, 0}};
+  m.instances.push_back({1, 0, format::Func::kAllReduce, 4, 0, 3, 3});
+  model::ClockAlignment clocks;
+  clocks.rank_offset_ns = {kMax / 2, kMin / 2, 0};  // pushes rank 0 past kMax, rank 1 past kMin
+  const Arrivals a = Arrivals::of(job, m, clocks, 2000);
+  ASSERT_TRUE(a.instances[0].used);
+  EXPECT_EQ(a.member_ns[0], kMax);
+  EXPECT_EQ(a.member_ns[1], kMin);
+  EXPECT_EQ(a.instances[0].median_ns, 0);
+  EXPECT_EQ(a.instances[0].last_member, 0);
+  const ArrivalStats st = ArrivalStats::of(job, m, a, {});
+  EXPECT_EQ(st.ranks[0].lateness_sum_ns, kMax);
+  EXPECT_EQ(st.ranks[1].lateness_sum_ns, kMin);
+  // The waits (≈ 2^64 ns) exceed int64: the caused wait clamps near kMax, never wraps negative.
+  EXPECT_GE(st.ranks[0].inflicted_wait_ns, 9'000'000'000'000'000'000);
+  EXPECT_EQ(st.ranks[1].inflicted_wait_ns, 0);  // first to arrive: caused nobody a wait
+  EXPECT_GT(st.ranks[0].mean_lateness_ns(), 0.0);
+  // Two members only: the median is the midpoint of the extremes, computed without overflow.
+  m.instances[0].nmembers = 2;
+  const Arrivals two = Arrivals::of(job, m, clocks, 2000);
+  EXPECT_EQ(two.instances[0].median_ns, -1);  // floor((kMax + kMin) / 2)
+  // The verdict on such a job names nobody it cannot measure, and does not crash.
+  m.instances[0].nmembers = 3;
+  const StragglerResult r = StragglerResult::of(job, m, clocks, a, {});
+  EXPECT_LE(r.stragglers.size(), 1u);
 }
 
 }  // namespace

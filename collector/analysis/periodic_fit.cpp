@@ -1,0 +1,60 @@
+#include "analysis/periodic_fit.h"
+
+#include <algorithm>
+
+#include "analysis/robust_stats.h"
+
+namespace ncclwatch::analysis {
+
+PeriodicFit PeriodicFit::of(const std::vector<bool>& spike, const std::vector<bool>& present,
+                            std::size_t first, double background, double tests_factor,
+                            double alpha) {
+  PeriodicFit best;
+  const std::size_t end = std::min(spike.size(), present.size());
+  if (end <= first) return best;
+  std::size_t steps = 0, spikes = 0;
+  for (std::size_t k = first; k < end; ++k) {
+    steps += present[k];
+    spikes += present[k] && spike[k];
+  }
+  if (spikes < 3 || steps < 6) return best;
+  // Periods up to a third of the steady steps (3 positions at least) and at most 512 steps:
+  // bounded work, and nobody schedules "every 1000th step" inside a profiled window.
+  const std::size_t max_period = std::min<std::size_t>(steps / 3, 512);
+  double candidates = 0;
+  for (std::size_t p = 2; p <= max_period; ++p) candidates += static_cast<double>(p);
+  long best_score = 0;
+  for (std::size_t p = 2; p <= max_period; ++p) {
+    for (std::size_t phase = 0; phase < p; ++phase) {
+      std::size_t positions = 0, hits = 0;
+      for (std::size_t k = first + ((phase + p - first % p) % p); k < end; k += p) {
+        positions += present[k];
+        hits += present[k] && spike[k];
+      }
+      if (hits < 3 || 5 * hits < 4 * positions) continue;
+      // Each hit counts, each missed position twice, so "every 4th" beats "every 8th" (half
+      // the hits) and "every 2nd" (half its positions missed) on the same spikes.
+      const long score = static_cast<long>(hits) - 2 * static_cast<long>(positions - hits);
+      if (score <= best_score) continue;
+      // Background rate: the larger of the peers' rate and this rank's own off-phase rate, and
+      // never below half a spike per run (a rank with no other spikes is not proof of zero).
+      const std::size_t off_steps = steps - positions, off_spikes = spikes - hits;
+      const double own_off = off_steps ? static_cast<double>(off_spikes) / off_steps : 0.0;
+      const double q = std::max(
+          {background, own_off, 0.5 / static_cast<double>(std::max<std::size_t>(steps, 1))});
+      const double p_value = std::min(1.0, stats::binomial_tail(positions, hits, q) * candidates);
+      if (p_value * tests_factor > alpha) continue;
+      best_score = score;
+      best.period = p;
+      best.positions = positions;
+      best.p_value = p_value;
+      best.fitted.clear();
+      for (std::size_t k = first + ((phase + p - first % p) % p); k < end; k += p) {
+        if (present[k] && spike[k]) best.fitted.push_back(k);
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace ncclwatch::analysis

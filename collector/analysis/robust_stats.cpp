@@ -1,0 +1,65 @@
+#include "analysis/robust_stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ncclwatch::analysis::stats {
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const std::size_t n = v.size();
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (n % 2) return *mid;
+  const double hi = *mid;
+  const double lo = *std::max_element(v.begin(), mid);
+  return lo / 2 + hi / 2;
+}
+
+double mad_sigma(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double m = median(v);
+  std::vector<double> dev;
+  dev.reserve(v.size());
+  for (double x : v) dev.push_back(std::fabs(x - m));
+  return 1.4826 * median(std::move(dev));
+}
+
+double binomial_tail(uint64_t n, uint64_t k, double p) {
+  if (k == 0) return 1.0;
+  if (k > n) return 0.0;
+  if (p <= 0) return 0.0;
+  if (p >= 1) return 1.0;
+  // Sum of the terms from k to n in log space (n is a step or instance count: small enough).
+  const double lp = std::log(p), lq = std::log1p(-p);
+  const double ln_fact_n = std::lgamma(static_cast<double>(n) + 1);
+  double sum = 0;
+  for (uint64_t i = k; i <= n; ++i) {
+    const double di = static_cast<double>(i);
+    const double term = ln_fact_n - std::lgamma(di + 1) -
+                        std::lgamma(static_cast<double>(n - i) + 1) + di * lp +
+                        static_cast<double>(n - i) * lq;
+    const double t = std::exp(term);
+    sum += t;
+    if (t < sum * 1e-17 && di > static_cast<double>(n) * p) break;  // remaining terms shrink
+  }
+  return std::min(1.0, sum);
+}
+
+double normal_upper_quantile(double q) {
+  if (q >= 0.5) return 0;
+  q = std::max(q, 1e-300);
+  // Bisection on erfc: P(Z > z) = erfc(z / sqrt 2) / 2, monotone in z.
+  double lo = 0, hi = 40;
+  for (int i = 0; i < 100; ++i) {
+    const double mid = (lo + hi) / 2;
+    if (0.5 * std::erfc(mid / std::sqrt(2.0)) > q) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return (lo + hi) / 2;
+}
+
+}  // namespace ncclwatch::analysis::stats

@@ -1,0 +1,150 @@
+#include "scenario_matrix.h"
+
+#include <fmt/format.h>
+
+namespace ncclwatch::analysis::testing {
+namespace {
+
+struct Draw {
+  uint64_t s;
+  double unit() {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(s >> 11) / 9007199254740992.0;
+  }
+  double between(double a, double b) { return a + (b - a) * unit(); }
+  int below(int n) { return std::min(n - 1, static_cast<int>(unit() * n)); }
+};
+
+}  // namespace
+
+const char* to_string(Kind k) {
+  switch (k) {
+    case Kind::kSlowGpu:
+      return "slow-gpu";
+    case Kind::kHostStall:
+      return "host-stall";
+    case Kind::kSlowNode:
+      return "slow-node";
+    case Kind::kPeriodic:
+      return "periodic";
+    case Kind::kTwoStragglers:
+      return "two-stragglers";
+    case Kind::kClean:
+      break;
+  }
+  return "clean";
+}
+
+Scenario make_scenario(const ScenarioSpec& spec) {
+  Scenario sc;
+  sc.spec = spec;
+  Draw d{spec.seed * 0xD1B54A32D192ED03ull + static_cast<uint64_t>(spec.kind) * 131 + 17};
+  SimParams& p = sc.params;
+  p = sim_params(spec.ranks, spec.per_host);
+  p.steps = spec.steps;
+  p.jitter_ns = 20'000;
+  p.host_only = spec.host_only;
+  p.noise = spec.noise;
+  p.noise_frac = spec.noise_frac;
+  p.seed = spec.seed;
+  const double T = static_cast<double>(p.nominal_step_ns());
+  const char* stall_cause = spec.host_only ? "unknown" : "host-stall";
+  const char* gpu_cause = spec.host_only ? "unknown" : "gpu-slow";
+  const int nhosts = (spec.ranks + spec.per_host - 1) / spec.per_host;
+  auto slow_gpu = [&](int r) {
+    p.ranks[static_cast<std::size_t>(r)].compute_scale = d.between(1.3, 1.6);
+    sc.truth.push_back({r, "persistent", 0, gpu_cause, false});
+    sc.description +=
+        fmt::format("rank {} GPU x{:.2f}; ", r, p.ranks[static_cast<std::size_t>(r)].compute_scale);
+  };
+  auto stall = [&](int r) {
+    const auto ns = static_cast<int64_t>(d.between(0.15, 0.40) * T);
+    p.ranks[static_cast<std::size_t>(r)].host_stall_ns = ns;
+    sc.truth.push_back({r, "persistent", 0, stall_cause, false});
+    sc.description +=
+        fmt::format("rank {} host stall {:.2f} ms; ", r, static_cast<double>(ns) / 1e6);
+  };
+  switch (spec.kind) {
+    case Kind::kClean:
+      sc.description = "clean; ";
+      break;
+    case Kind::kSlowGpu:
+      slow_gpu(d.below(spec.ranks));
+      break;
+    case Kind::kHostStall:
+      stall(d.below(spec.ranks));
+      break;
+    case Kind::kSlowNode: {
+      const int h = d.below(nhosts);
+      const auto ns = static_cast<int64_t>(d.between(0.15, 0.40) * T);
+      for (int r = h * spec.per_host; r < std::min(spec.ranks, (h + 1) * spec.per_host); ++r) {
+        p.ranks[static_cast<std::size_t>(r)].host_stall_ns = ns;
+        sc.truth.push_back({r, "persistent", 0, stall_cause, true});
+      }
+      sc.description = fmt::format("node {} host stall {:.2f} ms; ", host_name(h),
+                                   static_cast<double>(ns) / 1e6);
+      break;
+    }
+    case Kind::kPeriodic: {
+      const int r = d.below(spec.ranks);
+      const int every = 3 + d.below(6);  // 3..8
+      SimRank& sr = p.ranks[static_cast<std::size_t>(r)];
+      sr.spike_every = every;
+      sr.spike_ns = static_cast<int64_t>(d.between(0.4, 0.8) * T);
+      p.steps = std::max(p.steps, 5 * every + 1);
+      sc.truth.push_back({r, "periodic", static_cast<std::size_t>(every), stall_cause, false});
+      sc.description = fmt::format("rank {} stalls {:.2f} ms every {} steps; ", r,
+                                   static_cast<double>(sr.spike_ns) / 1e6, every);
+      break;
+    }
+    case Kind::kTwoStragglers: {
+      // On different nodes (two on one node of two ranks would be that node's problem).
+      const int a = d.below(spec.ranks);
+      int b = d.below(spec.ranks);
+      while (b / spec.per_host == a / spec.per_host) b = (b + spec.per_host) % spec.ranks;
+      slow_gpu(a);
+      stall(b);
+      break;
+    }
+  }
+  sc.description +=
+      fmt::format("{} ranks / {} per host, {} steps, noise {} {:.0f}% of {:.1f} ms{}", spec.ranks,
+                  spec.per_host, p.steps, to_string(spec.noise), 100 * spec.noise_frac, T / 1e6,
+                  spec.host_only ? ", host-only" : "");
+  return sc;
+}
+
+Score score(const Scenario& s, const nlohmann::json& stragglers) {
+  Score out;
+  std::vector<bool> found(s.truth.size(), false);
+  for (const nlohmann::json& j : stragglers) {
+    const int32_t rank = j.value("rank", -1);
+    bool ok = false;
+    for (std::size_t i = 0; i < s.truth.size(); ++i) {
+      const Expected& e = s.truth[i];
+      if (found[i] || e.rank != rank) continue;
+      ok = j.value("pattern", "") == e.pattern && j.value("cause", "") == e.cause &&
+           j.value("node_problem", false) == e.node_problem &&
+           (e.pattern != "periodic" || j.value("period_steps", 0u) == e.period);
+      if (ok) found[i] = true;
+      break;
+    }
+    if (ok) {
+      ++out.true_positives;
+    } else {
+      ++out.false_positives;
+      out.detail += fmt::format("reported rank {} {} period {} cause {} node {}; ", rank,
+                                j.value("pattern", ""), j.value("period_steps", 0u),
+                                j.value("cause", ""), j.value("node_problem", false));
+    }
+  }
+  for (std::size_t i = 0; i < s.truth.size(); ++i) {
+    if (found[i]) continue;
+    ++out.false_negatives;
+    out.detail += fmt::format("missed rank {} {} cause {}; ", s.truth[i].rank, s.truth[i].pattern,
+                              s.truth[i].cause);
+  }
+  return out;
+}
+
+}  // namespace ncclwatch::analysis::testing

@@ -1,0 +1,75 @@
+// Simulated jobs with randomized ground truth for the straggler verdicts, and their scoring:
+// the generator behind the verdict matrix (tests/bench/analysis/verdict_matrix.cpp) and its
+// deterministic subset (verdict_matrix_test.cpp).
+//
+// A scenario = a kind (what is wrong, on which randomly chosen rank or node, how much), a noise
+// level (delays on every rank that make nobody a straggler), GPU-timed or host-only, a job size.
+// Magnitudes are drawn relative to the nominal step T so that every kind stays detectable at
+// noise up to 10% of T: slow GPU x1.3-1.6 compute (lateness ≈ 13-26% of T), host stall
+// 15-40% of T, periodic stall 40-80% of T every 3-8 steps.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ddp_sim.h"
+
+namespace ncclwatch::analysis::testing {
+
+enum class Kind : uint8_t {
+  kClean,
+  kSlowGpu,
+  kHostStall,
+  kSlowNode,
+  kPeriodic,
+  kTwoStragglers,
+};
+inline constexpr Kind kAllKinds[] = {Kind::kClean,    Kind::kSlowGpu,  Kind::kHostStall,
+                                     Kind::kSlowNode, Kind::kPeriodic, Kind::kTwoStragglers};
+const char* to_string(Kind k);
+
+// One expected straggler entry of the JSON report.
+struct Expected {
+  int32_t rank = -1;
+  std::string pattern;  // persistent | periodic
+  std::size_t period = 0;
+  std::string cause;  // gpu-slow | host-stall | unknown (host-only records)
+  bool node_problem = false;
+};
+
+struct ScenarioSpec {
+  Kind kind = Kind::kClean;
+  Noise noise = Noise::kNone;
+  double noise_frac = 0;
+  bool host_only = false;
+  int ranks = 8;
+  int per_host = 2;
+  int steps = 30;
+  uint64_t seed = 1;
+};
+
+struct Scenario {
+  ScenarioSpec spec;
+  SimParams params;
+  std::vector<Expected> truth;
+  std::string description;  // "rank 5 host stall 3.1 ms", for failure messages
+};
+
+Scenario make_scenario(const ScenarioSpec& spec);
+
+struct Score {
+  uint64_t true_positives = 0;   // report entries matching an expected one exactly
+  uint64_t false_positives = 0;  // report entries matching none (false or wrong verdict)
+  uint64_t false_negatives = 0;  // expected entries not reported exactly
+  bool exact() const { return false_positives == 0 && false_negatives == 0; }
+  std::string detail;  // what differed
+};
+
+// Scores `stragglers` (the JSON report's stragglers[]) against the scenario's truth. An entry
+// is right when rank, pattern, period (periodic), cause and node_problem all match.
+Score score(const Scenario& s, const nlohmann::json& stragglers);
+
+}  // namespace ncclwatch::analysis::testing
