@@ -155,7 +155,7 @@ void StragglerReport::write(const StragglerResult& r, model::Report& report) {
       human_time(static_cast<double>(r.late_ns)), human_time(static_cast<double>(r.spike_ns)),
       human_time(static_cast<double>(r.tie_ns)));
   body += fmt::format("{:>6} {:<16} {:>9} {:>7} {:>7} {:>11} {:>11} {:>10}\n", "rank", "host",
-                      "instances", "last%", "fair%", "lateness", "inflicted", "jitter");
+                      "instances", "last%", "fair%", "mean late", "caused wait", "jitter");
   std::vector<const RankArrivalStats*> rows;
   for (const RankArrivalStats& s : r.stats.ranks) {
     if (s.instances) rows.push_back(&s);
@@ -194,7 +194,7 @@ void StragglerReport::write(const StragglerResult& r, model::Report& report) {
     if (r.one_offs_total > r.one_offs.size())
       body += fmt::format("  ... {} more\n", r.one_offs_total - r.one_offs.size());
   }
-  if (r.delays.cost_pct > 0) {
+  if (r.delays.cost_pct >= 0.1) {
     body += fmt::format(
         "\ndelays alike on every rank: up to {} (99th percentile of the unnamed ranks' worst "
         "lateness per step), {:.1f}% of step time ({}/step of waiting summed over ranks).\n",
