@@ -51,6 +51,10 @@ void ncclwatch_fake_cuda_set_cupti_hooks(const NcclwatchFakeCuptiHooks* hooks);
 // kernel is "fake_kernel" and runs 10 us.
 void ncclwatch_fake_cuda_next_kernel(const char* name, int64_t duration_ns);
 
+// Host work of `ns` (sleeps that long). With NCCLWATCH_FAKE_VIRTUAL_HOST=1 the virtual GPU dates
+// the host's next launches after it, whatever the real scheduling (see virtual_gpu.h).
+void ncclwatch_fake_cuda_host_sleep(int64_t ns);
+
 // The fake-GPU seam (tests/fakes/nccl/fake_gpu_seam.h), implemented by the fake cudart.
 int64_t ncclwatch_fake_gpu_launch(void* stream, const char* kernel_name, uint64_t* token);
 void ncclwatch_fake_gpu_complete(uint64_t token, int64_t end_ns);

@@ -78,6 +78,10 @@ FAKE_API void ncclwatch_fake_cuda_set_cupti_hooks(const NcclwatchFakeCuptiHooks*
   gpu().set_hooks(hooks);
 }
 
+FAKE_API void ncclwatch_fake_cuda_host_sleep(int64_t ns) {
+  gpu().host_sleep(ns);
+}
+
 FAKE_API void ncclwatch_fake_cuda_next_kernel(const char* name, int64_t duration_ns) {
   tls_next_name = name ? gpu().intern(name) : nullptr;
   tls_next_duration = duration_ns;
@@ -135,7 +139,9 @@ FAKE_API cudaError_t cudaDeviceGetPCIBusId(char* bus, int len, int device) {
   return cudaSuccess;
 }
 FAKE_API cudaError_t cudaDeviceSynchronize(void) {
-  ncclwatch::fake::sleep_until_ns(gpu().device_free_time(ncclwatch::fake::current_device()));
+  const int64_t t = gpu().device_free_time(ncclwatch::fake::current_device());
+  ncclwatch::fake::sleep_until_ns(t);
+  gpu().synced(t);
   return cudaSuccess;
 }
 
@@ -177,7 +183,9 @@ FAKE_API cudaError_t cudaStreamDestroy(cudaStream_t s) {
 }
 // Sleeps until the virtual stream is free, as a real sync waits for the GPU.
 FAKE_API cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-  ncclwatch::fake::sleep_until_ns(gpu().stream_free_time(gpu().resolve(s)));
+  const int64_t t = gpu().stream_free_time(gpu().resolve(s));
+  ncclwatch::fake::sleep_until_ns(t);
+  gpu().synced(t);
   return cudaSuccess;
 }
 FAKE_API cudaError_t cudaStreamQuery(cudaStream_t s) {
@@ -273,7 +281,10 @@ FAKE_API cudaError_t cudaEventQuery(cudaEvent_t e) {
 FAKE_API cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   auto* ev = reinterpret_cast<FakeEvent*>(e);
   if (ev == nullptr) return fail(cudaErrorInvalidResourceHandle);
-  if (ev->recorded) ncclwatch::fake::sleep_until_ns(ev->time_ns);
+  if (ev->recorded) {
+    ncclwatch::fake::sleep_until_ns(ev->time_ns);
+    gpu().synced(ev->time_ns);
+  }
   return cudaSuccess;
 }
 FAKE_API cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 namespace ncclwatch::fake {
 
@@ -40,7 +42,12 @@ void sleep_until_ns(int64_t t) {
 }
 
 VirtualGpu& VirtualGpu::instance() {
-  static VirtualGpu* gpu = new VirtualGpu();  // leaked: CUPTI threads may use it during exit
+  static VirtualGpu* gpu = [] {
+    auto* g = new VirtualGpu();  // leaked: CUPTI threads may use it during exit
+    const char* v = std::getenv("NCCLWATCH_FAKE_VIRTUAL_HOST");
+    g->virtual_host_ = v != nullptr && std::strcmp(v, "1") == 0;
+    return g;
+  }();
   return *gpu;
 }
 
@@ -90,6 +97,23 @@ uint32_t VirtualGpu::next_correlation() {
   return next_correlation_++;
 }
 
+int64_t VirtualGpu::launch_time_locked() {
+  return virtual_host_ && host_cursor_ != 0 ? host_cursor_ : mono_ns();
+}
+
+void VirtualGpu::synced(int64_t t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (virtual_host_) host_cursor_ = std::max(host_cursor_, t);
+}
+
+void VirtualGpu::host_sleep(int64_t ns) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (virtual_host_) host_cursor_ = (host_cursor_ != 0 ? host_cursor_ : mono_ns()) + ns;
+  }
+  sleep_until_ns(mono_ns() + ns);
+}
+
 void VirtualGpu::wait_not_pending(std::unique_lock<std::mutex>& lock, FakeStream* s) {
   cv_.wait(lock, [&] { return s->pending == 0; });
 }
@@ -105,7 +129,7 @@ void VirtualGpu::run(FakeStream* s, int kind, const char* name, int64_t duration
   {
     std::unique_lock<std::mutex> lock(mu_);
     wait_not_pending(lock, s);
-    int64_t start = std::max(mono_ns(), s->free_ns);
+    int64_t start = std::max(launch_time_locked(), s->free_ns);
     s->free_ns = start + std::max<int64_t>(duration_ns, 1);
     a = {kind,
          interned,
@@ -141,7 +165,7 @@ int64_t VirtualGpu::nccl_launch(FakeStream* s, const char* name, uint64_t* token
   }
   std::unique_lock<std::mutex> lock(mu_);
   wait_not_pending(lock, s);
-  int64_t start = std::max(mono_ns(), s->free_ns);
+  int64_t start = std::max(launch_time_locked(), s->free_ns);
   s->pending++;
   uint64_t t = next_token_++;
   pending_[t] = Pending{s, interned, start, corr, gettid_u32(), enter, mono_ns()};
@@ -183,7 +207,7 @@ void VirtualGpu::record_event(FakeEvent* e, FakeStream* s) {
   std::unique_lock<std::mutex> lock(mu_);
   wait_not_pending(lock, s);
   e->recorded = true;
-  e->time_ns = std::max(mono_ns(), s->free_ns);
+  e->time_ns = std::max(launch_time_locked(), s->free_ns);
 }
 
 void VirtualGpu::wait_event(FakeStream* s, const FakeEvent* e) {

@@ -2,6 +2,11 @@
 // max(launch time, time the stream becomes free) and runs its given duration; nothing really
 // executes. NCCL kernels (through the fake-GPU seam) are "pending" between launch and complete:
 // their end is decided by the fake NCCL once every rank has launched.
+//
+// Virtual host (NCCLWATCH_FAKE_VIRTUAL_HOST=1, for tests about the analysis): a launch is dated
+// from the host's virtual position — the end of its last synchronize plus the host work it
+// declared (ncclwatch_fake_cuda_host_sleep) — not from the real clock, so a host descheduled on
+// a loaded machine does not shift the GPU timeline. Host-side timestamps stay real.
 #pragma once
 
 #include <condition_variable>
@@ -56,6 +61,11 @@ class VirtualGpu {
   uint32_t next_correlation();
   void range(int push, const char* name);
 
+  // Virtual host: a synchronize returned after the GPU reached `t`; the host declared `ns` of
+  // work (sleeps really too). Without virtual host, synced does nothing, host_sleep sleeps.
+  void synced(int64_t t);
+  void host_sleep(int64_t ns);
+
  private:
   struct Pending {
     FakeStream* stream;
@@ -67,7 +77,10 @@ class VirtualGpu {
     int64_t launch_exit_ns;
   };
   void wait_not_pending(std::unique_lock<std::mutex>& lock, FakeStream* s);
+  int64_t launch_time_locked();  // when a launch happens: real now, or the virtual host's
 
+  bool virtual_host_ = false;
+  int64_t host_cursor_ = 0;  // virtual host position (0: not synchronized yet: real time)
   std::mutex mu_;
   std::condition_variable cv_;
   std::unordered_set<std::string> names_;  // node-based: c_str() of an element never moves

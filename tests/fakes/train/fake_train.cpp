@@ -228,12 +228,11 @@ int main(int argc, char** argv) {
   auto t0 = std::chrono::steady_clock::now();
   for (int step = 0; step < o.steps; ++step) {
     for (const auto& s : o.stall) {
-      if (s.rank == g_rank)
-        std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(s.a * 1000)));
+      if (s.rank == g_rank) ncclwatch_fake_cuda_host_sleep(static_cast<int64_t>(s.a * 1e6));
     }
     for (const auto& s : o.stall_step) {
       if (s.rank == g_rank && static_cast<int>(s.a) == step) {
-        std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(s.b * 1000)));
+        ncclwatch_fake_cuda_host_sleep(static_cast<int64_t>(s.b * 1e6));
       }
     }
     if (o.nvtx) nvtxRangePushA("step");
