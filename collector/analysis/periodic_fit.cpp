@@ -18,9 +18,9 @@ PeriodicFit PeriodicFit::of(const std::vector<bool>& spike, const std::vector<bo
     spikes += present[k] && spike[k];
   }
   if (spikes < 3 || steps < 6) return best;
-  // Periods up to a third of the steady steps (3 positions at least) and at most 512 steps:
+  // Periods with room for 3 positions (steps >= 2p + 1) and at most 512 steps:
   // bounded work, and nobody schedules "every 1000th step" inside a profiled window.
-  const std::size_t max_period = std::min<std::size_t>(steps / 3, 512);
+  const std::size_t max_period = std::min<std::size_t>((steps - 1) / 2, 512);
   double candidates = 0;
   for (std::size_t p = 2; p <= max_period; ++p) candidates += static_cast<double>(p);
   long best_score = 0;

@@ -327,9 +327,10 @@ StragglerResult StragglerResult::of(const model::JobTrace& job, const model::Mat
     const double se = std::max(1.2533 * sigma / std::sqrt(kr), spread_e);
     // The z test is for many ranks and few steps (the sign test cannot reach 1%/4096 in 11
     // steps); skewed noise fattens the tail of a median, so it also asks for late in >= 90% of
-    // the steps, which chance gives a rank with probability < 0.003 in 20 steps.
-    const bool z_ok =
-        10 * npos >= 9 * v.size() && (se > 0 ? e - median_e >= z * se : e - median_e > tie);
+    // the steps, which chance gives a rank with probability < 0.003 in 20 steps, and 8+ steps.
+    // Below 8 steps neither test can tell a straggler from chance: nobody is named.
+    const bool z_ok = v.size() >= 8 && 10 * npos >= 9 * v.size() &&
+                      (se > 0 ? e - median_e >= z * se : e - median_e > tie);
     const bool shifted = (p_sign <= out.alpha || z_ok) && e >= late;
 
     const std::size_t others_steps = all_steps - nsteps[r];
