@@ -55,6 +55,10 @@ inline Result run_scenario(const Scenario& s) {
     dup2(fd, 1);
     dup2(fd, 2);
     setenv("NCCLWATCH_LIB", SHIM_LIB, 1);
+    // The fake GPU dates launches from the host's virtual position (declared host work such as
+    // --stall included), so a descheduled host on a loaded machine cannot shift the GPU timeline
+    // the verdicts are read from (host timestamps stay real).
+    setenv("NCCLWATCH_FAKE_VIRTUAL_HOST", "1", 1);
     std::vector<char*> cargv;
     for (auto& a : argv) cargv.push_back(a.data());
     cargv.push_back(nullptr);
