@@ -67,18 +67,6 @@ const char* process_env(const char* name) {
   return std::getenv(name);
 }
 
-std::string sanitize_name(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-';
-    out.push_back(ok ? c : '_');
-    if (out.size() == 63) break;
-  }
-  if (out.empty()) out = "_";
-  return out;
-}
-
 Settings read_settings(EnvLookup env, bool warn) {
   Settings s;
   if (const char* v = env("NCCLWATCH"); v != nullptr && *v != '\0') {

@@ -25,6 +25,8 @@
 #include <cstdint>
 #include <string>
 
+#include "ncclwatch/names.h"
+
 namespace ncclwatch::shim {
 
 struct Settings {
@@ -52,6 +54,6 @@ Settings read_settings(EnvLookup env, bool warn = true);
 void remember_start_dir() noexcept;
 // The process environment (std::getenv) as an EnvLookup.
 const char* process_env(const char* name);
-std::string sanitize_name(const std::string& text);
+using format::sanitize_name;  // ncclwatch/names.h
 
 }  // namespace ncclwatch::shim

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "command.h"
+#include "ncclwatch/names.h"
 #include "pipeline/report_job.h"
 #include "steps_option.h"
 
@@ -42,17 +43,6 @@ volatile sig_atomic_t g_child = 0;
 // signal sent to us alone (kill, a batch system) is passed on.
 void forward(int sig, siginfo_t* info, void*) {
   if (g_child > 0 && (info == nullptr || info->si_code != SI_KERNEL)) kill(g_child, sig);
-}
-
-// Same rule as the shim (file and shared-memory names): [A-Za-z0-9._-], at most 63 characters.
-std::string sanitize(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-    out.push_back(ok ? c : '_');
-    if (out.size() == 63) break;
-  }
-  return out.empty() ? "_" : out;
 }
 
 std::string default_job() {
@@ -121,7 +111,7 @@ int run(RunArgs& args) {
     const char* env = std::getenv("NCCLWATCH_JOB");
     args.job = env != nullptr && *env != '\0' ? env : default_job();
   }
-  args.job = sanitize(args.job);
+  args.job = ncclwatch::format::sanitize_name(args.job);  // the shim's rule
   if (args.dir.empty()) {
     const char* env = std::getenv("NCCLWATCH_DIR");
     args.dir = env != nullptr && *env != '\0' ? env : "ncclwatch-" + args.job;
