@@ -15,46 +15,20 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "process.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ncclwatch::test_support::slurp;
+using Result = ncclwatch::test_support::CommandResult;
 
 class E2e : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string templ = (fs::temp_directory_path() / "ncclwatch_e2e.XXXXXX").string();
-    ASSERT_NE(mkdtemp(templ.data()), nullptr);
-    root_ = templ;
-    dir_ = root_ / "traces";
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-
   // Runs a shell command line with stdout/stderr captured.
-  Result sh(const std::string& cmd) {
-    Result r;
-    fs::path out = root_ / "stdout", err = root_ / "stderr";
-    int status = std::system((cmd + " >" + out.string() + " 2>" + err.string()).c_str());
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
+  Result sh(const std::string& cmd) { return ncclwatch::test_support::run_shell(cmd, root_); }
 
   Result run(const std::string& env, const std::string& launcher_and_rank) {
     // A job id of our own: leftover segments of other tests are not this job's.
@@ -69,7 +43,8 @@ class E2e : public ::testing::Test {
     return json::parse(in);
   }
 
-  fs::path root_, dir_;
+  ncclwatch::test_support::TempDir tmp_{"ncclwatch_e2e"};
+  fs::path root_ = tmp_.path(), dir_ = root_ / "traces";
 };
 
 const std::string kLauncher4 = std::string(FAKE_LAUNCHER) + " --nproc 4";

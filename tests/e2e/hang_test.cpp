@@ -22,6 +22,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "process.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -29,12 +31,8 @@ using nlohmann::json;
 
 constexpr auto kDeadline = std::chrono::seconds(150);
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ncclwatch::test_support::slurp;
+using Result = ncclwatch::test_support::CommandResult;
 
 std::size_t count_of(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -42,17 +40,9 @@ std::size_t count_of(const std::string& text, const std::string& what) {
   return n;
 }
 
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
 class Hang : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string templ = (fs::temp_directory_path() / "ncclwatch_hang.XXXXXX").string();
-    ASSERT_NE(mkdtemp(templ.data()), nullptr);
-    root_ = templ;
     dir_ = root_ / "traces";
     rdzv_ = root_ / "rdzv";
     fs::create_directories(rdzv_);
@@ -65,8 +55,6 @@ class Hang : public ::testing::Test {
     kill_ranks();
     // Whatever a failed test left in /dev/shm of this job.
     sh(std::string(NCCLWATCH_CLI) + " collect --job " + job_ + " --dir " + dir_.string());
-    std::error_code ec;
-    fs::remove_all(root_, ec);
   }
 
   void start_ranks(const std::string& args, const std::vector<std::string>& env = {}) {
@@ -106,15 +94,7 @@ class Hang : public ::testing::Test {
     pids_.clear();
   }
 
-  Result sh(const std::string& cmd) {
-    Result r;
-    fs::path out = root_ / "sh.out", err = root_ / "sh.err";
-    int status = std::system((cmd + " >" + out.string() + " 2>" + err.string()).c_str());
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
+  Result sh(const std::string& cmd) { return ncclwatch::test_support::run_shell(cmd, root_); }
 
   // `ncclwatch status` once: its text, and its JSON in `j`.
   Result status(json& j) {
@@ -171,7 +151,8 @@ class Hang : public ::testing::Test {
                : nullptr;
   }
 
-  fs::path root_, dir_, rdzv_;
+  ncclwatch::test_support::TempDir tmp_{"ncclwatch_hang"};
+  fs::path root_ = tmp_.path(), dir_, rdzv_;
   std::string job_;
   std::vector<pid_t> pids_;
 };

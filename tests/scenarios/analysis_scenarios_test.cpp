@@ -10,76 +10,23 @@
 // 30 ms, backward 60 ms in 8 kernels (bucket b of 4 ready after 15 (b+1) ms of backward), optimizer
 // 10 ms, 250 MiB buckets. The fake NCCL ends an all-reduce T = 262144000 B / 10 GB/s + 5 µs =
 // 26.219 ms after its last member started.
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "scenario_run.h"
+
 namespace {
 
 using nlohmann::json;
 
-struct Scenario {
-  std::vector<std::string> train_args;
-  std::vector<std::string> run_args;      // before "--": --mode ...
-  std::vector<std::string> launcher_env;  // --env-rank R KEY=VAL pairs, flattened
-  int steps = 12;
-};
+using ncclwatch::scenarios::Result;
+using ncclwatch::scenarios::run_scenario;
 
-struct Result {
-  int status = -1;
-  json report;
-  std::string log;
-};
-
-Result run(const Scenario& s) {
-  static int counter = 0;
-  const std::string dir = ::testing::TempDir() + "scenario_" + std::to_string(getpid()) + "_" +
-                          std::to_string(counter++);
-  EXPECT_EQ(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()), 0);
-  std::vector<std::string> argv = {NCCLWATCH_EXE, "run",    "--dir",
-                                   dir,           "--json", dir + "/report.json"};
-  argv.insert(argv.end(), s.run_args.begin(), s.run_args.end());
-  argv.insert(argv.end(), {"--", FAKE_LAUNCHER, "--nproc", "4"});
-  argv.insert(argv.end(), s.launcher_env.begin(), s.launcher_env.end());
-  argv.insert(argv.end(),
-              {"--", FAKE_TRAIN, "--steps", std::to_string(s.steps), "--fwd-us", "30000",
-               "--bwd-us", "60000", "--opt-us", "10000", "--bucket-mb", "250"});
-  argv.insert(argv.end(), s.train_args.begin(), s.train_args.end());
-  const std::string log = dir + "/log.txt";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) _exit(98);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    setenv("NCCLWATCH_LIB", SHIM_LIB, 1);
-    // The fake GPU dates launches from the host's virtual position, so a descheduled host on a
-    // loaded machine cannot shift the GPU timeline these tests check (host timestamps stay real).
-    setenv("NCCLWATCH_FAKE_VIRTUAL_HOST", "1", 1);
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    execv(cargv[0], cargv.data());
-    _exit(99);
-  }
-  Result r;
-  waitpid(pid, &r.status, 0);
-  std::ifstream lf(log);
-  r.log.assign(std::istreambuf_iterator<char>(lf), {});
-  std::ifstream jf(dir + "/report.json");
-  if (jf) r.report = json::parse(jf, nullptr, false);
-  EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.log;
-  EXPECT_TRUE(r.report.is_object()) << r.log;
-  return r;
-}
+const std::vector<std::string> kWorkload = {"--fwd-us", "30000", "--bwd-us",    "60000",
+                                            "--opt-us", "10000", "--bucket-mb", "250"};
 
 const std::vector<std::string> kTwoHosts = {
     "--env-rank", "0", "NCCLWATCH_HOST=node-a", "--env-rank", "1", "NCCLWATCH_HOST=node-a",
@@ -99,7 +46,7 @@ TEST(Scenario, CleanRunHasNoStragglerAndHandComputedOverlap) {
   // AR1 [45, 71.2] ms under backward (ends at 90); AR2 queued behind it [71.2, 97.4], overlapped
   // until 90; AR3, AR4 after backward. Overlapped 45 of 4T = 104.9 ms -> 42.9%; exposed 59.9
   // ms/step, all transfer (ranks arrive together). Tolerances: 3 points, 3 ms/step.
-  const Result r = run({{}, {}, kTwoHosts});
+  const Result r = run_scenario({kWorkload, {}, {}, kTwoHosts});
   EXPECT_TRUE(r.report["stragglers"].empty()) << r.report["stragglers"].dump(1) << r.log;
   ASSERT_EQ(r.report["overlap"].size(), 4u);
   for (const json& o : r.report["overlap"]) {
@@ -120,7 +67,7 @@ TEST(Scenario, CleanRunHasNoStragglerAndHandComputedOverlap) {
 TEST(Scenario, NoOverlapWhenAllReducesFollowBackward) {
   // Every all-reduce runs after backward: 0% overlapped, 4T = 104.9 ms/step exposed as transfer
   // (plus whatever a starved host adds as waiting). Tolerance 3 ms/step.
-  const Result r = run({{"--no-overlap"}, {}, {}});
+  const Result r = run_scenario({kWorkload, {"--no-overlap"}, {}, {}});
   for (const json& o : r.report["overlap"]) {
     EXPECT_NEAR(num(o, "overlap_pct"), 0.0, 0.5) << o.dump();
     EXPECT_NEAR(num(o, "transfer_us") / 11, 104'877, 3000) << o.dump();
@@ -133,7 +80,7 @@ TEST(Scenario, SlowGpuRank) {
   // 10 ms, after the common all-reduce end) starts its next step 5 ms late, its forward adds
   // 15 ms and its first bucket's backward share 7.5 ms: 27.5 ms late at bucket 1 (untied; later
   // buckets queue behind the first and start together). Tolerance 15%.
-  const Result r = run({{"--slow", "2:1.5"}, {}, kTwoHosts});
+  const Result r = run_scenario({kWorkload, {"--slow", "2:1.5"}, {}, kTwoHosts});
   ASSERT_EQ(r.report["stragglers"].size(), 1u) << r.report["stragglers"].dump(1) << r.log;
   const json& s = r.report["stragglers"][0];
   EXPECT_EQ(s["rank"], 2);
@@ -149,7 +96,7 @@ TEST(Scenario, SlowGpuRank) {
 TEST(Scenario, HostStalledRank) {
   // Rank 1 sleeps 30 ms before every step: 30 ms late at bucket 1 (untied), tied after.
   // Tolerances: 15% on lateness, 25% on the inflicted wait (a sum over 12 steps x 3 peers).
-  const Result r = run({{"--stall", "1:30"}, {}, kTwoHosts});
+  const Result r = run_scenario({kWorkload, {"--stall", "1:30"}, {}, kTwoHosts});
   ASSERT_EQ(r.report["stragglers"].size(), 1u) << r.report["stragglers"].dump(1) << r.log;
   const json& s = r.report["stragglers"][0];
   EXPECT_EQ(s["rank"], 1);
@@ -177,7 +124,7 @@ TEST(Scenario, HostStalledRank) {
 
 TEST(Scenario, WholeSlowNode) {
   // Both ranks of node-b stall 30 ms: node-b is last at (nearly) every untied instance.
-  const Result r = run({{"--stall", "2:30", "--stall", "3:30"}, {}, kTwoHosts});
+  const Result r = run_scenario({kWorkload, {"--stall", "2:30", "--stall", "3:30"}, {}, kTwoHosts});
   const json& nodes = r.report["straggler_analysis"]["node_problems"];
   ASSERT_EQ(nodes.size(), 1u) << r.report["straggler_analysis"].dump(1) << r.log;
   EXPECT_EQ(nodes[0]["host"], "node-b");
@@ -194,7 +141,7 @@ TEST(Scenario, PeriodicSpikeEveryFourthStep) {
   // Rank 3 runs an extra 60 ms kernel in backward at steps 4, 8, 12 (fake step % 4 == 3):
   // 60 ms late there, on time elsewhere; its compute those steps is 60 ms above its others.
   // Tolerance 15% on the spike lateness.
-  const Result r = run({{"--spike", "3:4:60"}, {}, kTwoHosts, 13});
+  const Result r = run_scenario({kWorkload, {"--spike", "3:4:60"}, {}, kTwoHosts, 13});
   ASSERT_EQ(r.report["stragglers"].size(), 1u) << r.report["stragglers"].dump(1) << r.log;
   const json& s = r.report["stragglers"][0];
   EXPECT_EQ(s["rank"], 3);
@@ -206,7 +153,7 @@ TEST(Scenario, PeriodicSpikeEveryFourthStep) {
 }
 
 TEST(Scenario, HostOnlyRecordsStillFindTheStraggler) {
-  const Result r = run({{"--stall", "1:30"}, {"--mode", "host"}, {}});
+  const Result r = run_scenario({kWorkload, {"--stall", "1:30"}, {"--mode", "host"}, {}});
   EXPECT_EQ(r.report["straggler_analysis"]["timestamps"], "call_entry");
   ASSERT_GE(r.report["stragglers"].size(), 1u) << r.log;
   EXPECT_EQ(r.report["stragglers"][0]["rank"], 1);
@@ -215,7 +162,7 @@ TEST(Scenario, HostOnlyRecordsStillFindTheStraggler) {
 }
 
 TEST(Scenario, NvtxStepsAreUsed) {
-  const Result r = run({{"--nvtx", "--stall", "1:30"}, {}, {}});
+  const Result r = run_scenario({kWorkload, {"--nvtx", "--stall", "1:30"}, {}, {}});
   EXPECT_NE(r.report["overlap_analysis"]["step_source"].get<std::string>().find("ranges"),
             std::string::npos)
       << r.report["overlap_analysis"].dump();

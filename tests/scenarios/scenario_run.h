@@ -36,7 +36,7 @@ struct Result {
 inline Result run_scenario(const Scenario& s) {
   static int counter = 0;
   Result r;
-  r.dir = ::testing::TempDir() + "pattern_scenario_" + std::to_string(getpid()) + "_" +
+  r.dir = ::testing::TempDir() + "scenario_" + std::to_string(getpid()) + "_" +
           std::to_string(counter++);
   EXPECT_EQ(std::system(("rm -rf " + r.dir + " && mkdir -p " + r.dir).c_str()), 0);
   std::vector<std::string> argv = {NCCLWATCH_EXE, "run",    "--dir",

@@ -1,10 +1,6 @@
 // The CLI contract (README, "Exit codes"): 0 ok, 1 error, 2 usage, 3 findings at warning level;
 // `run` passes on its command's status (128+N for a signal, named); every message of ours starts
 // with "ncclwatch: ".
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -12,44 +8,20 @@
 
 #include <gtest/gtest.h>
 
+#include "process.h"
+
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Result {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ncclwatch::test_support::CommandResult;
+using Result = CommandResult;
 
 class Cli : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string templ = (fs::temp_directory_path() / "ncclwatch_cli.XXXXXX").string();
-    ASSERT_NE(mkdtemp(templ.data()), nullptr);
-    root_ = templ;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
   // `ncclwatch ARGS` in root_, stdout and stderr captured; stdout may be redirected elsewhere.
   Result cli(const std::string& args, const std::string& stdout_to = "") {
-    Result r;
-    const fs::path out = root_ / "stdout", err = root_ / "stderr";
-    const std::string cmd = "cd " + root_.string() + " && " + NCCLWATCH_CLI + " " + args + " >" +
-                            (stdout_to.empty() ? out.string() : stdout_to) + " 2>" + err.string();
-    const int status = std::system(cmd.c_str());
-    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = stdout_to.empty() ? slurp(out) : "";
-    r.err = slurp(err);
-    return r;
+    return ncclwatch::test_support::run_shell(
+        "cd " + root_.string() + " && " + NCCLWATCH_CLI + " " + args, root_, stdout_to);
   }
   // Every line on stderr is ours and starts with the prefix.
   static void expect_prefixed(const std::string& err) {
@@ -59,7 +31,8 @@ class Cli : public ::testing::Test {
       EXPECT_EQ(line.rfind("ncclwatch: ", 0), 0u) << "unprefixed line: " << line;
     }
   }
-  fs::path root_;
+  ncclwatch::test_support::TempDir tmp_{"ncclwatch_cli"};
+  fs::path root_ = tmp_.path();
 };
 
 TEST_F(Cli, HelpIsExitZero) {

@@ -13,9 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "process_runner.h"
+#include "process.h"
 
 namespace ncclwatch::testing {
+
+using test_support::run_process;
 namespace {
 
 bool exists(const std::string& p) {

@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "../support/trace_file.h"
-#include "process_runner.h"
+#include "process.h"
 
 namespace ncclwatch::testing {
+
+using test_support::run_process;
 namespace {
 
 using format::RecordKind;

@@ -1,0 +1,88 @@
+#include "process.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <stdexcept>
+#include <system_error>
+
+extern char** environ;
+
+namespace ncclwatch::test_support {
+
+TempDir::TempDir(const std::string& prefix) {
+  std::string templ = (fs::temp_directory_path() / (prefix + ".XXXXXX")).string();
+  if (mkdtemp(templ.data()) == nullptr)
+    throw std::system_error(errno, std::generic_category(), "mkdtemp " + templ);
+  path_ = templ;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+CommandResult run_shell(const std::string& command, const fs::path& scratch,
+                        const std::string& stdout_to) {
+  CommandResult r;
+  const fs::path out = scratch / "sh.stdout", err = scratch / "sh.stderr";
+  const std::string line =
+      command + " >" + (stdout_to.empty() ? out.string() : stdout_to) + " 2>" + err.string();
+  const int status = std::system(line.c_str());
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = stdout_to.empty() ? slurp(out) : "";
+  r.err = slurp(err);
+  return r;
+}
+
+int run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                std::string* output) {
+  const std::string out_path = "/tmp/ncclwatch-run-" + std::to_string(getpid()) + ".out";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    std::vector<std::string> envs;
+    for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
+    for (const std::string& kv : env) {
+      const std::string key = kv.substr(0, kv.find('='));
+      for (auto it = envs.begin(); it != envs.end();) {
+        it = it->rfind(key + "=", 0) == 0 ? envs.erase(it) : it + 1;
+      }
+      envs.push_back(kv);
+    }
+    std::vector<char*> cargv, cenv;
+    for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+    cargv.push_back(nullptr);
+    for (const auto& e : envs) cenv.push_back(const_cast<char*>(e.c_str()));
+    cenv.push_back(nullptr);
+    execve(cargv[0], cargv.data(), cenv.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (output != nullptr) {
+    std::ifstream in(out_path);
+    output->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  unlink(out_path.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace ncclwatch::test_support
