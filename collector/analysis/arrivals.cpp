@@ -2,9 +2,13 @@
 
 #include <algorithm>
 
-#include "analysis/saturating.h"
+#include "model/median.h"
+#include "model/saturating.h"
 
 namespace ncclwatch::analysis {
+
+using model::sat_add;
+using model::sat_sub;
 
 int64_t default_tie_ns(const model::ClockAlignment& clocks) {
   return std::max<int64_t>(2000, clocks.residual_ns);
@@ -59,7 +63,7 @@ Arrivals Arrivals::of(const model::JobTrace& job, const model::MatchResult& matc
     const std::size_t n = sorted.size();
     out.last_ns = best;
     out.last_member = sat_sub(best, sorted[n - 2]) > tie_ns ? best_m : -1;
-    out.median_ns = n % 2 == 1 ? sorted[n / 2] : midpoint(sorted[n / 2 - 1], sorted[n / 2]);
+    out.median_ns = model::median_of_sorted(std::span<const int64_t>(sorted));
   }
   return a;
 }

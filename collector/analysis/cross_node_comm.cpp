@@ -5,6 +5,7 @@
 #include <set>
 
 #include "analysis/units.h"
+#include "model/median.h"
 
 namespace ncclwatch::analysis {
 namespace {
@@ -14,14 +15,6 @@ struct CommMembers {
   int32_t nranks = 0;
   std::vector<std::size_t> rank_indices;
 };
-
-template <typename T>
-T median_of(std::vector<T> v) {
-  if (v.empty()) return T{};
-  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
 
 }  // namespace
 
@@ -79,8 +72,8 @@ std::vector<CrossNodeComm> CrossNodeComm::find(const model::JobTrace& job,
       per_step.push_back(static_cast<double>(count) / static_cast<double>(plan.steady_steps()));
     }
     if (x.gpu_ranks == 0) continue;
-    x.per_step = median_of(per_step);
-    x.median_bytes = median_of(bytes);
+    x.per_step = model::median(per_step);
+    x.median_bytes = model::median(bytes);
     x.overlap_pct =
         gpu_ns > 0 ? 100.0 * static_cast<double>(overlapped_ns) / static_cast<double>(gpu_ns) : 0;
     x.interleaved_pct =

@@ -5,17 +5,6 @@
 
 namespace ncclwatch::analysis::stats {
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const std::size_t n = v.size();
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(n / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (n % 2) return *mid;
-  const double hi = *mid;
-  const double lo = *std::max_element(v.begin(), mid);
-  return lo / 2 + hi / 2;
-}
-
 double mad_sigma(const std::vector<double>& v) {
   if (v.size() < 2) return 0;
   const double m = median(v);

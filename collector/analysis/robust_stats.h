@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/median.h"
+
 namespace ncclwatch::analysis::stats {
 
-// Median of `v` (mean of the two middle values for an even count); 0 for an empty vector.
-double median(std::vector<double> v);
+// The collector's one median (model/median.h: mean of the two middle values for an even count).
+using model::median;
 // 1.4826 x median absolute deviation from the median: ≈ σ for Gaussian data.
 double mad_sigma(const std::vector<double>& v);
 // P(X >= k) for X ~ Binomial(n, p).

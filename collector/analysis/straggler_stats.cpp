@@ -5,24 +5,21 @@
 #include <limits>
 #include <map>
 
-#include "analysis/saturating.h"
+#include "model/median.h"
+#include "model/saturating.h"
 
 namespace ncclwatch::analysis {
-namespace {
 
-int64_t median_of(std::vector<int64_t>& v) {
-  if (v.empty()) return 0;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
-}
+using model::sat_add;
+using model::sat_sub;
+namespace {
 
 // Robust spread (≈ σ for Gaussian jitter) that one persistent offset does not inflate.
 int64_t robust_spread(std::vector<int64_t> v) {
   if (v.size() < 2) return 0;
-  const int64_t med = median_of(v);
+  const int64_t med = model::median_in_place(std::span<int64_t>(v));
   for (int64_t& x : v) x = x > med ? sat_sub(x, med) : sat_sub(med, x);
-  return static_cast<int64_t>(1.4826 * static_cast<double>(median_of(v)));
+  return static_cast<int64_t>(1.4826 * static_cast<double>(model::median(std::move(v))));
 }
 
 }  // namespace
@@ -187,7 +184,7 @@ ArrivalStats ArrivalStats::of(const model::JobTrace& job, const model::MatchResu
       spreads.push_back(s.lateness_spread_ns);
     }
   }
-  out.noise_ns = median_of(spreads);
+  out.noise_ns = model::median(std::move(spreads));
   return out;
 }
 

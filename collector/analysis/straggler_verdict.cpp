@@ -9,10 +9,13 @@
 
 #include "analysis/periodic_fit.h"
 #include "analysis/robust_stats.h"
-#include "analysis/saturating.h"
 #include "analysis/units.h"
+#include "model/saturating.h"
 
 namespace ncclwatch::analysis {
+
+using model::sat_add;
+using model::sat_sub;
 namespace {
 
 struct StepMetrics {

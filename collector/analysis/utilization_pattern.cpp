@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "analysis/units.h"
+#include "model/median.h"
 
 namespace ncclwatch::analysis {
 namespace {
@@ -15,14 +16,6 @@ constexpr std::size_t kKernelSample = 200'000;  // kernels looked at for the med
 
 double share(int64_t part, int64_t whole) {
   return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
-}
-
-template <typename T>
-T median_of(std::vector<T> v) {
-  if (v.empty()) return T{};
-  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  return *mid;
 }
 
 // Ranks judged on their GPU timeline: kernels recorded and steps found.
@@ -60,7 +53,7 @@ std::vector<std::size_t> save_spikes(const std::vector<const RankBreakdown*>& ra
     for (const StepBreakdown& s : r->steps) {
       if (!s.warmup) idle.push_back(s.times.idle_step_boundary_ns);
     }
-    const int64_t usual = median_of(idle);
+    const int64_t usual = model::median(idle);
     for (const StepBreakdown& s : r->steps) {
       if (s.warmup) continue;
       ++seen[s.index];
@@ -120,7 +113,7 @@ double median_kernel_us(const model::JobTrace& job, const std::vector<const Rank
       }
     }
   }
-  return static_cast<double>(median_of(d)) / 1000.0;
+  return static_cast<double>(model::median(d)) / 1000.0;
 }
 
 // Mean over ranks of the standard deviation of per-step nvidia-smi utilization, points.

@@ -7,9 +7,14 @@
 
 #include "clock/host_groups.h"
 #include "clock/robust_estimate.h"
-#include "clock/saturating.h"
+#include "model/median.h"
+#include "model/saturating.h"
 
 namespace ncclwatch::clock {
+
+using model::sat_add;
+using model::sat_neg;
+using model::sat_sub;
 
 namespace {
 
@@ -62,7 +67,8 @@ void sample_instance(const model::JobTrace& job, const model::MatchResult& match
   for (std::size_t i = 0; i < scratch.size();) {
     std::size_t j = i;
     while (j < scratch.size() && scratch[j].host == scratch[i].host) ++j;
-    int64_t t = scratch[i + (j - i) / 2].t;  // median member of this host
+    // Median member of this host (sorted by time within the host).
+    int64_t t = model::middle_mean(scratch[i + (j - i - 1) / 2].t, scratch[i + (j - i) / 2].t);
     if (i == 0) {
       anchor_t = t;
     } else {

@@ -1,5 +1,7 @@
 #include "clock/host_groups.h"
 
+#include "model/median.h"
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -27,9 +29,7 @@ HostGroups group_hosts(const model::JobTrace& job) {
       g.wall_offset.push_back(0);
       continue;
     }
-    auto mid = w.begin() + static_cast<std::ptrdiff_t>(w.size() / 2);
-    std::nth_element(w.begin(), mid, w.end());
-    g.wall_offset.push_back(*mid);
+    g.wall_offset.push_back(model::median_in_place(std::span<int64_t>(w)));
   }
   return g;
 }

@@ -10,16 +10,16 @@ namespace ncclwatch::model {
 
 struct HostOffset {
   std::string host;
-  int64_t offset_ns = 0;       // added to this host's timestamps
-  int64_t residual_ns = 0;     // robust spread of the estimate (MAD-based)
-  uint64_t samples = 0;        // matched instances the estimate rests on
-  std::string method;          // "reference", "gpu-kernel-end", "host-exit", "wall-clock", ...
+  int64_t offset_ns = 0;    // added to this host's timestamps
+  int64_t residual_ns = 0;  // robust spread of the estimate (MAD-based)
+  uint64_t samples = 0;     // matched instances the estimate rests on
+  std::string method;       // "reference", "gpu-kernel-end", "host-exit", "wall-clock", ...
 };
 
 struct ClockAlignment {
   std::vector<int64_t> rank_offset_ns;  // per JobTrace::ranks index
   std::vector<HostOffset> hosts;
-  int64_t residual_ns = 0;              // worst residual over hosts
+  int64_t residual_ns = 0;  // worst residual over hosts
   int64_t at(std::size_t rank_index) const {
     return rank_index < rank_offset_ns.size() ? rank_offset_ns[rank_index] : 0;
   }

@@ -21,10 +21,10 @@ struct CollectiveInstance {
   uint64_t comm_id = 0;
   uint64_t seq = 0;
   format::Func func = format::Func::kUnknown;
-  uint64_t bytes = 0;          // bytes of the first member's call
-  uint32_t first_member = 0;   // members[first_member .. first_member + nmembers)
+  uint64_t bytes = 0;         // bytes of the first member's call
+  uint32_t first_member = 0;  // members[first_member .. first_member + nmembers)
   uint32_t nmembers = 0;
-  uint32_t expected = 0;       // comm size
+  uint32_t expected = 0;  // comm size
 };
 
 // A run of consecutive instances with the same ranks missing (one entry, not thousands): seq ..
@@ -49,14 +49,14 @@ struct Desync {
 
 struct CommSummary {
   uint64_t id = 0;
-  int32_t nranks = 0;                // size the members agree on (majority)
-  std::vector<int32_t> ranks;        // global ranks seen in it, ordered by comm rank
-  bool size_disagreement = false;    // members report different nranks
-  uint64_t instances = 0;            // complete instances
-  uint64_t incomplete = 0;           // instances some traced member never entered
-  uint64_t desyncs = 0;              // instances whose members disagree (all, even past the list cap)
-  uint64_t duplicate_seqs = 0;       // calls that reused a seq already seen on the same rank
-  int32_t untraced = 0;              // members counted in nranks with no trace at all
+  int32_t nranks = 0;              // size the members agree on (majority)
+  std::vector<int32_t> ranks;      // global ranks seen in it, ordered by comm rank
+  bool size_disagreement = false;  // members report different nranks
+  uint64_t instances = 0;          // complete instances
+  uint64_t incomplete = 0;         // instances some traced member never entered
+  uint64_t desyncs = 0;            // instances whose members disagree (all, even past the list cap)
+  uint64_t duplicate_seqs = 0;     // calls that reused a seq already seen on the same rank
+  int32_t untraced = 0;            // members counted in nranks with no trace at all
 };
 
 struct MatchResult {

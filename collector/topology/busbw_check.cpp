@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "model/median.h"
 #include "topology/checks.h"
 
 namespace ncclwatch::topology {
@@ -77,11 +78,6 @@ std::string size_text(double bytes) {
   return b;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
 struct SizeClass {
   model::Func func = model::Func::kUnknown;
   int log2 = 0;  // size class: bytes in [2^log2, 2^(log2+1))
@@ -141,7 +137,7 @@ void check_bus_bandwidth(const LogSet& logs, const std::vector<CommContext>& com
         }
 
     for (const auto& [key, sc] : classes) {
-      double med = median(sc.busbw);
+      double med = model::median(sc.busbw);
       double best_in_class = *std::max_element(sc.busbw.begin(), sc.busbw.end());
       // Best median of the same function at this size or smaller: larger messages should not be
       // slower.
@@ -149,7 +145,7 @@ void check_bus_bandwidth(const LogSet& logs, const std::vector<CommContext>& com
       int best_log2 = 0;
       for (const auto& [k2, other] : classes)
         if (other.func == sc.func && other.log2 < sc.log2) {
-          double m2 = median(other.busbw);
+          double m2 = model::median(other.busbw);
           if (m2 > best_smaller) best_smaller = m2, best_log2 = other.log2;
         }
       std::string what = std::string(func_name(sc.func)) + " of " +

@@ -1,22 +1,23 @@
-// int64 nanosecond arithmetic that saturates instead of overflowing. Trace times come from
-// untrusted files: a timestamp near INT64_MAX must give a wrong-but-bounded offset that the
-// checks downstream reject, never signed overflow (undefined behaviour; UBSan found
-// "lateness -2305843009 s").
+// Checked int64 nanosecond arithmetic for values read from untrusted traces: a timestamp near
+// INT64_MAX or INT64_MIN (a corrupt record, a wild clock offset) must give a wrong-but-bounded
+// result that the checks downstream reject, never signed overflow (undefined behaviour; UBSan
+// found "lateness -2305843009 s"). Results clamp to the int64 range instead. Shared by clock
+// alignment and the analyses.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 
-namespace ncclwatch::clock {
+namespace ncclwatch::model {
 
 inline int64_t sat_add(int64_t a, int64_t b) {
-  int64_t r;
+  int64_t r = 0;
   if (!__builtin_add_overflow(a, b, &r)) return r;
   return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
 }
 
 inline int64_t sat_sub(int64_t a, int64_t b) {
-  int64_t r;
+  int64_t r = 0;
   if (!__builtin_sub_overflow(a, b, &r)) return r;
   return b < 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
 }
@@ -30,10 +31,10 @@ inline int64_t sat_abs(int64_t a) {
 }
 
 inline int64_t sat_mul(int64_t a, int64_t b) {
-  int64_t r;
+  int64_t r = 0;
   if (!__builtin_mul_overflow(a, b, &r)) return r;
   return (a < 0) != (b < 0) ? std::numeric_limits<int64_t>::min()
                             : std::numeric_limits<int64_t>::max();
 }
 
-}  // namespace ncclwatch::clock
+}  // namespace ncclwatch::model
