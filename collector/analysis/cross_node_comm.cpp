@@ -16,6 +16,18 @@ struct CommMembers {
   std::vector<std::size_t> rank_indices;
 };
 
+// The step whose window holds GPU time `t`, -1 outside every step. Calls are placed by their
+// GPU start rather than their host entry: the overlap and interleaving judged here are on the
+// GPU timeline, and a host that runs ahead of its GPU (or is descheduled between launches)
+// would otherwise move calls into the next step's window.
+int32_t step_at(const StepPlan& plan, int64_t t) {
+  const auto it = std::upper_bound(plan.steps.begin(), plan.steps.end(), t,
+                                   [](int64_t v, const Interval& s) { return v < s.begin; });
+  if (it == plan.steps.begin()) return -1;
+  const auto step = std::prev(it);
+  return t < step->end ? static_cast<int32_t>(step - plan.steps.begin()) : -1;
+}
+
 }  // namespace
 
 std::vector<CrossNodeComm> CrossNodeComm::find(const model::JobTrace& job,
@@ -54,7 +66,7 @@ std::vector<CrossNodeComm> CrossNodeComm::find(const model::JobTrace& job,
       for (std::size_t c = 0; c < rank.calls.size(); ++c) {
         const model::CallEvent& call = rank.calls[c];
         if (call.comm_id != id || !format::is_collective(call.func) || !call.has_gpu()) continue;
-        const int32_t step = c < plan.step_of_call.size() ? plan.step_of_call[c] : -1;
+        const int32_t step = step_at(plan, call.gpu_start_ns);
         if (step < static_cast<int32_t>(plan.warmup)) continue;
         ++count;
         if (bytes.size() < 100'000) bytes.push_back(call.bytes());

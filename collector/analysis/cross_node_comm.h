@@ -6,9 +6,9 @@
 // Rule (stated in the report): a communicator spanning 2+ hosts whose GPU-timed ranks issue
 // >= kTpMinPerStep collectives per steady step (median over ranks), of median size
 // <= kTpMaxBytes, less than half of their GPU time overlapped by compute, and at least half of
-// consecutive pairs in a step separated by compute. DDP's gradient buckets fail the last two
-// (overlapped with backward, or issued back to back after it). Needs GPU timing: host-only
-// records are not judged.
+// consecutive pairs in a step separated by compute. Calls are placed in steps by their GPU start.
+// DDP's gradient buckets fail the last two (overlapped with backward, or issued back to back after
+// it). Needs GPU timing: host-only records are not judged.
 #pragma once
 
 #include <cstdint>

@@ -186,9 +186,19 @@ bool steps_from_ranges(const model::RankTrace& rank, StepPlan& plan) {
   std::sort(spans.begin(), spans.end(),
             [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
   // Keep disjoint ones (a range family nested in itself, e.g. recorded on two threads, would
-  // otherwise count time twice).
+  // otherwise count time twice). Back-to-back ranges may overlap by a rounding error (Kineto's
+  // microsecond timestamps, two clocks read for one marker): an overlap under 1 % of the
+  // previous range is the same loop's next step, not a nested copy (the windows are made
+  // contiguous below anyway).
   for (const Interval& s : spans) {
-    if (plan.steps.empty() || s.begin >= plan.steps.back().end) plan.steps.push_back(s);
+    if (plan.steps.empty()) {
+      plan.steps.push_back(s);
+      continue;
+    }
+    const Interval& last = plan.steps.back();
+    if (s.begin > last.begin && last.end - s.begin <= (last.end - last.begin) / 100) {
+      plan.steps.push_back(s);
+    }
   }
   // A step lasts until the next one starts: what happens between a range's end and the next
   // range's start (data loading before the "step" range is pushed, a host stall) belongs to the

@@ -1,5 +1,7 @@
 // The pattern verdict end to end, on fake_train under fake_launcher (4 ranks): a data-loader
-// sawtooth, a periodic checkpoint, a lagging node, and a healthy run that gets no warning.
+// sawtooth, a periodic checkpoint, a lagging node, collective-aligned drops (a slow fabric),
+// flat low utilization from many tiny launch-bound kernels, a tensor-parallel communicator that
+// spans nodes (and the same one kept inside nodes), and a healthy run that gets no warning.
 //
 // Workload (10x fake_train's defaults, so host noise on a busy CI machine stays small next to
 // the step): forward 30 ms, backward 60 ms in 8 kernels, optimizer 10 ms, 4 buckets of 25 MiB
@@ -86,6 +88,108 @@ TEST(PatternScenario, LaggingNode) {
   EXPECT_NE(pattern_line(r).find("one node lagging the rest — node node-b (2 ranks)"),
             std::string::npos)
       << r.log;
+}
+
+std::vector<std::string> every_rank(const std::string& key_value) {
+  std::vector<std::string> out;
+  for (int rank = 0; rank < 4; ++rank) {
+    out.insert(out.end(), {"--env-rank", std::to_string(rank), key_value});
+  }
+  return out;
+}
+
+TEST(PatternScenario, DropsCorrelatedWithCollectives) {
+  // A 1 GB/s fabric: each 25 MiB bucket takes 26 ms, the four ~105 ms on the comm stream, of which
+  // backward (45 ms after the first bucket is ready) hides less than half; the optimizer waits
+  // for the rest: ~60 ms of a ~160 ms step is exposed transfer on every rank.
+  const Result r = run_scenario({kWorkload, {}, {}, every_rank("FAKE_NCCL_GBPS=1")});
+  EXPECT_EQ(r.report["pattern"]["row"], "collective-drops") << r.report["pattern"].dump() << r.log;
+  EXPECT_GE(r.report["pattern"]["comm_drop_pct"].get<double>(), 25.0) << r.report["pattern"];
+  EXPECT_LE(r.report["pattern"]["comm_drop_pct"].get<double>(), 50.0) << r.report["pattern"];
+  EXPECT_NE(pattern_line(r).find("drops correlated with collectives"), std::string::npos) << r.log;
+  for (const json& b : r.report["breakdown"]) {
+    EXPECT_GE(b["exposed_transfer_us"].get<double>(), 40'000) << b.dump();
+    EXPECT_NEAR(b["compute_us"].get<double>(), 100'000, 3000) << b.dump();
+  }
+}
+
+TEST(PatternScenario, FlatLowUtilizationFromTinyKernels) {
+  // 50 forward and 50 backward kernels of 20 us, each after 40 us of host work (the framework's
+  // per-op overhead): the GPU waits on the host between every two kernels, every step alike —
+  // busy ~50 %, the idle spread between kernels rather than at the step boundary. Small buckets
+  // keep the communication out of the picture.
+  const Result r =
+      run_scenario({{"--layers", "50", "--fwd-us", "1000", "--bwd-us", "1000", "--opt-us", "20",
+                     "--bucket-mb", "1", "--launch-us", "40", "--nvtx"},
+                    {},
+                    {},
+                    kTwoHosts});
+  EXPECT_EQ(r.report["pattern"]["row"], "flat-low") << r.report["pattern"].dump() << r.log;
+  const double smi = r.report["pattern"]["smi_util_pct"].get<double>();
+  EXPECT_GE(smi, 40.0) << r.report["pattern"];
+  EXPECT_LE(smi, 60.0) << r.report["pattern"];
+  EXPECT_NE(pattern_line(r).find("flat, steady low utilization"), std::string::npos) << r.log;
+  // The median compute kernel is one of the 20 us ones.
+  EXPECT_NE(pattern_line(r).find("of median 20 µs"), std::string::npos) << r.log;
+  for (const json& b : r.report["breakdown"]) {
+    // Every NVTX step found (back-to-back ranges), each with its 101 compute kernels.
+    EXPECT_EQ(b["steps"], 11) << b.dump();
+    EXPECT_NEAR(b["compute_kernels"].get<double>(), 101.0, 0.5) << b.dump();
+    EXPECT_GT(b["idle_other_us"].get<double>(), b["idle_step_boundary_us"].get<double>())
+        << b.dump();
+  }
+}
+
+// Ranks 0 and 2 on node-a, 1 and 3 on node-b: tensor-parallel pairs {0,1} and {2,3} span nodes.
+const std::vector<std::string> kInterleavedHosts = {
+    "--env-rank", "0", "NCCLWATCH_HOST=node-a", "--env-rank", "1", "NCCLWATCH_HOST=node-b",
+    "--env-rank", "2", "NCCLWATCH_HOST=node-a", "--env-rank", "3", "NCCLWATCH_HOST=node-b"};
+// 16 layers, one 512 KiB tensor-parallel all-reduce after each forward and backward kernel: 32
+// per step on each pair's comm, next to DDP's 4 gradient buckets on the world comm.
+const std::vector<std::string> kTensorParallel = {
+    "--layers", "16",          "--fwd-us", "30000",  "--bwd-us", "60000", "--opt-us",
+    "10000",    "--bucket-mb", "25",       "--nvtx", "--tp",     "2"};
+
+std::vector<json> tensor_parallel_like(const Result& r) {
+  std::vector<json> out;
+  for (const json& c : r.report["cross_node_comms"]) {
+    if (c["tensor_parallel_like"].get<bool>()) out.push_back(c);
+  }
+  return out;
+}
+
+TEST(PatternScenario, TensorParallelCommAcrossNodes) {
+  const Result r = run_scenario({kTensorParallel, {}, {}, kInterleavedHosts});
+  // Both pairs' comms span the two nodes and carry 32 small all-reduces per step; the world
+  // comm spans them too but carries DDP's 4 buckets, overlapped with backward: not flagged.
+  const std::vector<json> tp = tensor_parallel_like(r);
+  ASSERT_EQ(tp.size(), 2u) << r.report["cross_node_comms"].dump() << r.log;
+  for (const json& c : tp) {
+    EXPECT_EQ(c["nranks"], 2);
+    EXPECT_EQ(c["hosts"], 2);
+    EXPECT_EQ(c["what"], "all-reduces");
+    EXPECT_NEAR(c["per_step"].get<double>(), 32.0, 1.0) << c.dump();
+    EXPECT_EQ(c["median_bytes"], 512 * 1024);
+  }
+  EXPECT_EQ(r.report["cross_node_comms"].size(), 3u) << r.report["cross_node_comms"].dump();
+  std::size_t lines = 0;
+  for (std::size_t at = r.log.find("keep tensor parallelism inside a node");
+       at != std::string::npos; at = r.log.find("keep tensor parallelism inside a node", at + 1)) {
+    ++lines;
+  }
+  EXPECT_EQ(lines, 2u) << r.log;
+  EXPECT_NE(r.log.find("(2 ranks, 2 nodes) carries 32 small all-reduces per step"),
+            std::string::npos)
+      << r.log;
+}
+
+TEST(PatternScenario, TensorParallelCommInsideNodesIsNotFlagged) {
+  // The same job with the pairs placed on one node each: only the world comm crosses nodes.
+  const Result r = run_scenario({kTensorParallel, {}, {}, kTwoHosts});
+  EXPECT_TRUE(tensor_parallel_like(r).empty()) << r.report["cross_node_comms"].dump();
+  ASSERT_EQ(r.report["cross_node_comms"].size(), 1u) << r.report["cross_node_comms"].dump();
+  EXPECT_EQ(r.report["cross_node_comms"][0]["nranks"], 4);
+  EXPECT_EQ(r.log.find("keep tensor parallelism inside a node"), std::string::npos) << r.log;
 }
 
 TEST(PatternScenario, TraceExportOfAWindowOfSteps) {

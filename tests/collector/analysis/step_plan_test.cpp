@@ -62,6 +62,24 @@ TEST(StepDetector, StepsFromProfilerStepRanges) {
   EXPECT_EQ(plan.steps[2].begin, r.ranges[2].start_ns);
 }
 
+TEST(StepDetector, BackToBackRangesOverlappingByARoundingErrorAreAllSteps) {
+  // Four "step" ranges of 1 ms, each starting 10 ns before the previous one ends (two clocks
+  // read for one marker; Kineto's rounding), plus a copy of step 2 recorded on a second thread:
+  // four steps, the copy left out.
+  model::RankTrace r;
+  r.names = {"", "step"};
+  for (int64_t i = 0; i < 4; ++i) {
+    r.ranges.push_back({i * 1'000'000 - (i > 0 ? 10 : 0), (i + 1) * 1'000'000, 1, 1});
+  }
+  r.ranges.push_back({1'000'100, 1'999'900, 1, 2});
+  const StepPlan plan = StepDetector::detect(r, 0, 4'000'000);
+  ASSERT_EQ(plan.steps.size(), 4u);
+  for (std::size_t i = 0; i + 1 < plan.steps.size(); ++i) {
+    EXPECT_EQ(plan.steps[i].end, plan.steps[i + 1].begin);
+  }
+  EXPECT_EQ(plan.steps[2].begin, 2'000'000 - 10);
+}
+
 TEST(StepDetector, FewStepsKeepEveryStepAndNoStepsMeansWholeTrace) {
   auto p = testing::sim_params(2, 2);
   p.steps = 2;

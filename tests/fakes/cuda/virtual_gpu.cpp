@@ -107,11 +107,19 @@ void VirtualGpu::synced(int64_t t) {
 }
 
 void VirtualGpu::host_sleep(int64_t ns) {
+  int64_t until = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (virtual_host_) host_cursor_ = (host_cursor_ != 0 ? host_cursor_ : mono_ns()) + ns;
+    if (virtual_host_) {
+      host_cursor_ = (host_cursor_ != 0 ? host_cursor_ : mono_ns()) + ns;
+      until = host_cursor_;
+    }
   }
-  sleep_until_ns(mono_ns() + ns);
+  // Virtual host: sleep until the virtual position, not for `ns` from now. Many short declared
+  // works (launch overhead per kernel) would otherwise add their real oversleep up, and the real
+  // clock (NCCL calls' host times) would drift ever further past the GPU timeline; this way a
+  // late wake-up is absorbed by the next sleeps and the two clocks stay close.
+  sleep_until_ns(virtual_host_ ? until : mono_ns() + ns);
 }
 
 void VirtualGpu::wait_not_pending(std::unique_lock<std::mutex>& lock, FakeStream* s) {
@@ -239,8 +247,16 @@ int64_t VirtualGpu::device_free_time(int device) {
 }
 
 void VirtualGpu::range(int push, const char* name) {
-  if (const auto* h = hooks())
-    h->range(push, name ? intern(name) : nullptr, mono_ns(), gettid_u32());
+  // Virtual host: a range is dated at the host's virtual position, like the launches in it, so
+  // step windows cut from NVTX ranges line up with the GPU timeline whatever the real scheduling
+  // (a host descheduled just before a push would otherwise shift the window past the step's
+  // first kernels).
+  int64_t t = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    t = launch_time_locked();
+  }
+  if (const auto* h = hooks()) h->range(push, name ? intern(name) : nullptr, t, gettid_u32());
 }
 
 }  // namespace ncclwatch::fake

@@ -6,7 +6,10 @@
 // Virtual host (NCCLWATCH_FAKE_VIRTUAL_HOST=1, for tests about the analysis): a launch is dated
 // from the host's virtual position — the end of its last synchronize plus the host work it
 // declared (ncclwatch_fake_cuda_host_sleep) — not from the real clock, so a host descheduled on
-// a loaded machine does not shift the GPU timeline. Host-side timestamps stay real.
+// a loaded machine does not shift the GPU timeline. NVTX ranges are dated at that virtual
+// position too (step windows must line up with the kernels); other host-side timestamps (API
+// calls, NCCL calls) stay real, and host work sleeps until the virtual position so the real
+// clock stays close to it.
 #pragma once
 
 #include <condition_variable>

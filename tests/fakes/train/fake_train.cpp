@@ -30,6 +30,15 @@
 //                       "spike_kernel" of MS ms; repeatable
 //   --nvtx              wrap each step in nvtxRangePushA("step") / nvtxRangePop
 //   --nonblocking       init the comm with config.blocking = 0 (poll ncclCommGetAsyncError)
+//   --launch-us U       U us of host work before every compute kernel launch (Python and
+//                       framework overhead per op): with kernels shorter than U the GPU waits
+//                       on the host between kernels (launch-bound)
+//   --tp G              tensor parallelism: the world comm is split into groups of G
+//                       consecutive ranks (ncclCommSplit, color rank / G); after every forward
+//                       and backward kernel, one all-reduce of --tp-kb KiB on that comm, on the
+//                       compute stream (like Megatron's row-parallel layers: the next layer
+//                       waits for it)
+//   --tp-kb K           KiB per tensor-parallel all-reduce (default 512)
 // Rank 0 writes the ncclUniqueId to $FAKE_RDZV_DIR/train.uid; the others wait for it.
 // Prints one line per rank at the end: "fake_train rank R steps N mean_step_us X".
 // Exit status: 0, 2 on bad options, 4 on an NCCL/CUDA error.
@@ -63,7 +72,9 @@ struct RankValue {
 
 struct Options {
   int steps = 5, buckets = 4, layers = 8;
-  double bucket_mb = 25, fwd_us = 3000, bwd_us = 6000, opt_us = 1000;
+  double bucket_mb = 25, fwd_us = 3000, bwd_us = 6000, opt_us = 1000, launch_us = 0;
+  int tp = 0;
+  double tp_kb = 512;
   bool overlap = true, nvtx = false, nonblocking = false;
   std::vector<RankValue> slow, stall, stall_step, spike;
 };
@@ -137,6 +148,12 @@ bool parse(int argc, char** argv, Options& o) {
       o.bwd_us = std::atof(v);
     } else if (a == "--opt-us") {
       o.opt_us = std::atof(v);
+    } else if (a == "--launch-us") {
+      o.launch_us = std::atof(v);
+    } else if (a == "--tp") {
+      o.tp = std::atoi(v);
+    } else if (a == "--tp-kb") {
+      o.tp_kb = std::atof(v);
     } else if (a == "--slow" && parse_values(v, 2, rv)) {
       o.slow.push_back(rv);
     } else if (a == "--stall" && parse_values(v, 2, rv)) {
@@ -149,7 +166,8 @@ bool parse(int argc, char** argv, Options& o) {
       return false;
     }
   }
-  return o.steps >= 0 && o.buckets >= 1 && o.layers >= o.buckets && o.bucket_mb > 0;
+  return o.steps >= 0 && o.buckets >= 1 && o.layers >= o.buckets && o.bucket_mb > 0 &&
+         o.launch_us >= 0 && o.tp >= 0 && o.tp_kb > 0;
 }
 
 ncclUniqueId exchange_id() {
@@ -165,8 +183,11 @@ ncclUniqueId exchange_id() {
   return id;
 }
 
+double g_launch_us = 0;
+
 void kernel(cudaStream_t s, const char* name, double us) {
   static char dummy;  // a "function" address: the fake only checks it is not null
+  if (g_launch_us > 0) ncclwatch_fake_cuda_host_sleep(static_cast<int64_t>(g_launch_us * 1000.0));
   ncclwatch_fake_cuda_next_kernel(name, static_cast<int64_t>(us * 1000.0));
   CUDA_CHECK(cudaLaunchKernel(&dummy, dim3(1), dim3(1), nullptr, 0, s));
 }
@@ -190,6 +211,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   g_rank = env_int("RANK", 0);
+  g_launch_us = o.launch_us;
   const int world = env_int("WORLD_SIZE", 1);
   int devices = 1;
   CUDA_CHECK(cudaGetDeviceCount(&devices));
@@ -209,6 +231,13 @@ int main(int argc, char** argv) {
   } else {
     NCCL_CHECK(ncclCommInitRank(&comm, world, id, g_rank));
   }
+  // Tensor-parallel group: every rank takes part in the split (NCCL's rule).
+  ncclComm_t tp_comm = nullptr;
+  if (o.tp > 0) {
+    NCCL_CHECK(ncclCommSplit(comm, g_rank / o.tp, g_rank, &tp_comm, nullptr));
+    if (o.nonblocking) wait_ready(tp_comm);
+  }
+  const size_t tp_count = static_cast<size_t>(o.tp_kb * 1024 / 4);
   cudaStream_t compute, comm_stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
   CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream, cudaStreamNonBlocking));
@@ -236,12 +265,21 @@ int main(int argc, char** argv) {
       }
     }
     if (o.nvtx) nvtxRangePushA("step");
-    for (int l = 0; l < o.layers; ++l) kernel(compute, "fwd_kernel", o.fwd_us * slow / o.layers);
+    auto tp_all_reduce = [&] {
+      if (tp_comm == nullptr) return;
+      NCCL_CHECK(ncclAllReduce(grads, grads, tp_count, ncclFloat32, ncclSum, tp_comm, compute));
+      if (o.nonblocking) wait_ready(tp_comm);
+    };
+    for (int l = 0; l < o.layers; ++l) {
+      kernel(compute, "fwd_kernel", o.fwd_us * slow / o.layers);
+      tp_all_reduce();
+    }
     // Backward: bucket b's gradients are ready after layers_per_bucket * (b + 1) kernels.
     const int per_bucket = o.layers / o.buckets;
     int bucket = 0;
     for (int l = 0; l < o.layers; ++l) {
       kernel(compute, "bwd_kernel", o.bwd_us * slow / o.layers);
+      tp_all_reduce();
       if (l == 0) {
         for (const auto& s : o.spike) {
           int every = static_cast<int>(s.a);
@@ -275,6 +313,7 @@ int main(int argc, char** argv) {
   auto elapsed =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   CUDA_CHECK(cudaStreamSynchronize(comm_stream));
+  if (tp_comm != nullptr) NCCL_CHECK(ncclCommDestroy(tp_comm));
   NCCL_CHECK(ncclCommDestroy(comm));
   CUDA_CHECK(cudaFree(grads));
   std::printf("fake_train rank %d steps %d mean_step_us %.0f\n", g_rank, o.steps,
