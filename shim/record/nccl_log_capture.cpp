@@ -8,6 +8,8 @@
 #include <cstring>
 #include <string>
 
+#include "launcher_variables.h"
+
 namespace ncclwatch::shim {
 namespace {
 
@@ -32,17 +34,6 @@ bool is_managed(const std::string& name) {
 }
 
 // First of the launchers' variables that is set to a non-negative integer, or -1.
-long first_int_env(const char* const* names) {
-  for (const char* const* n = names; *n != nullptr; ++n) {
-    const char* v = std::getenv(*n);
-    if (v == nullptr || v[0] == '\0') continue;
-    char* end = nullptr;
-    long x = std::strtol(v, &end, 10);
-    if (end != v && *end == '\0' && x >= 0) return x;
-  }
-  return -1;
-}
-
 // Removes the values an ancestor's shim set and the user left unchanged, and the marker itself.
 void drop_inherited() {
   const char* marker = std::getenv(kNcclEnvMarker);
@@ -106,13 +97,8 @@ void set_variables(const char* trace_dir) {
   }
 
   // The XML dumps: one process per node writes them (NCCL writes them for one comm rank).
-  static const char* const kLocalRank[] = {
-      "LOCAL_RANK",      "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-      "MPI_LOCALRANKID", "MV2_COMM_WORLD_LOCAL_RANK",  nullptr};
-  static const char* const kRank[] = {
-      "RANK",      "OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK",
-      "PMIX_RANK", "MV2_COMM_WORLD_RANK",  nullptr};
-  long local_rank = first_int_env(kLocalRank);
+  const auto getenv = [](const char* name) -> const char* { return std::getenv(name); };
+  const int local_rank = launcher::first_int(getenv, launcher::kLocalRank);
   if (local_rank <= 0) {
     char host[256] = "unknown";
     if (::gethostname(host, sizeof host) != 0) std::strcpy(host, "unknown");
@@ -120,9 +106,9 @@ void set_variables(const char* trace_dir) {
     // A host name with '/' would escape the directory; keep the file name plain.
     for (char* c = host; *c != '\0'; ++c)
       if (*c == '/') *c = '_';
-    long rank = first_int_env(kRank);
+    const int rank = launcher::first_int(getenv, launcher::kRank);
     char rank_text[32];
-    std::snprintf(rank_text, sizeof rank_text, "%ld", rank);
+    std::snprintf(rank_text, sizeof rank_text, "%d", rank);
 
     if (!is_set("NCCL_TOPO_DUMP_FILE")) {
       int n = std::snprintf(buf, sizeof buf, "%s/nccl-topo.%s.xml", trace_dir, host);

@@ -29,8 +29,9 @@ inline constexpr const char* kNcclEnvMarker = "NCCLWATCH_SET_NCCL_ENV";
 //  - NCCL_TOPO_DUMP_FILE / NCCL_GRAPH_DUMP_FILE, each if unset, on the first process of each
 //    node (local rank 0, or no local rank known): <trace_dir>/nccl-topo.<host>.xml and
 //    nccl-graph.<host>.xml, with NCCL_*_DUMP_FILE_RANK = the global RANK when known. The ranks
-//    come from the launchers' variables present at load (LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK,
-//    SLURM_LOCALID, ...): a script that sets them itself after start-up is not seen.
+//    come from the launchers' variables present at load (launcher_variables.h: LOCAL_RANK,
+//    OMPI_COMM_WORLD_LOCAL_RANK, ..., SLURM_LOCALID): a script that sets them itself after
+//    start-up is not seen.
 //  - What was set is listed in kNcclEnvMarker (removed when nothing was).
 void prepare_nccl_logging(const char* trace_dir) noexcept;
 

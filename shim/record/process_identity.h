@@ -1,6 +1,6 @@
-// The global rank, world size and local rank a launcher announces in the environment
-// (torchrun: RANK/WORLD_SIZE/LOCAL_RANK; Open MPI: OMPI_COMM_WORLD_*; PMI: PMI_RANK/PMI_SIZE;
-// Slurm: SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID). -1 where none is set or the value is bad.
+// The global rank, world size and local rank a launcher announces in the environment (the
+// variables and their precedence: launcher_variables.h). -1 where none is set or the value is
+// bad.
 #pragma once
 
 #include "record/settings.h"

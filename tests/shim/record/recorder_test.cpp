@@ -115,6 +115,24 @@ TEST(Settings, IdentityFromLaunchers) {
   id = identity_from_env(&fake_env);
   EXPECT_EQ(id.rank, 9);  // a bad RANK is skipped
   EXPECT_EQ(id.world_size, 12);
+  // Intel MPI's hydra inside a Slurm allocation: SLURM_* describe the proxy, PMI_* the rank.
+  g_env = {{"PMI_RANK", "6"},
+           {"PMI_SIZE", "8"},
+           {"SLURM_PROCID", "1"},
+           {"SLURM_LOCALID", "0"},
+           {"MPI_LOCALRANKID", "2"}};
+  id = identity_from_env(&fake_env);
+  EXPECT_EQ(id.rank, 6);
+  EXPECT_EQ(id.world_size, 8);
+  EXPECT_EQ(id.local_rank, 2);
+  // MVAPICH2 (mpirun_rsh), as NCCL's log capture already read it.
+  g_env = {{"MV2_COMM_WORLD_RANK", "3"},
+           {"MV2_COMM_WORLD_SIZE", "4"},
+           {"MV2_COMM_WORLD_LOCAL_RANK", "1"}};
+  id = identity_from_env(&fake_env);
+  EXPECT_EQ(id.rank, 3);
+  EXPECT_EQ(id.world_size, 4);
+  EXPECT_EQ(id.local_rank, 1);
 }
 
 TEST(Clock, OffsetParsingAndAnchors) {
