@@ -189,9 +189,9 @@ void OverlapReport::write(const std::vector<RankOverlap>& overlaps,
         "{:>10} {:>10} {:>13}\n",
         "comm", "#", "size", "GPU time", "overlap", "exposed/step");
     for (const BucketRow& b : buckets) {
-      body += fmt::format("{:>18x} {:>3} {:>10} {:>10} {:>9.1f}% {:>13}\n", b.comm_id,
-                          b.ordinal + 1, human_bytes(b.bytes), ht(b.mean_gpu_ns()),
-                          b.overlapped_pct(), ht(b.exposed_ns_per_step()));
+      body += fmt::format("{:>18} {:>3} {:>10} {:>10} {:>9.1f}% {:>13}\n",
+                          model::comm_hex(b.comm_id), b.ordinal + 1, human_bytes(b.bytes),
+                          ht(b.mean_gpu_ns()), b.overlapped_pct(), ht(b.exposed_ns_per_step()));
     }
   }
   report.sections.push_back({"Overlap", body});

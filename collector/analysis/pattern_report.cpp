@@ -3,16 +3,17 @@
 #include <fmt/format.h>
 
 #include "analysis/units.h"
+#include "model/vocabulary.h"
 
 namespace ncclwatch::analysis {
 
 std::string PatternReport::cross_node_line(const CrossNodeComm& c) {
   return fmt::format(
-      "comm {:x} ({} ranks, {} nodes) carries {:.0f} small {} per step across nodes (median {}, "
+      "comm {} ({} ranks, {} nodes) carries {:.0f} small {} per step across nodes (median {}, "
       "{:.0f}% hidden by compute, {:.0f}% issued between compute kernels): every layer blocks on "
       "the inter-node link — keep tensor parallelism inside a node",
-      c.comm_id, c.nranks, c.hosts, c.per_step, c.what, human_bytes(c.median_bytes), c.overlap_pct,
-      c.interleaved_pct);
+      model::comm_hex(c.comm_id), c.nranks, c.hosts, c.per_step, c.what,
+      human_bytes(c.median_bytes), c.overlap_pct, c.interleaved_pct);
 }
 
 void PatternReport::write(const PatternVerdict& v, const std::vector<CrossNodeComm>& comms,
@@ -23,7 +24,7 @@ void PatternReport::write(const PatternVerdict& v, const std::vector<CrossNodeCo
     if (c.tensor_parallel_like) {
       report.findings.push_back({model::Severity::kWarning, "pattern", cross_node_line(c)});
     }
-    tp.push_back({{"comm_id", fmt::format("{:x}", c.comm_id)},
+    tp.push_back({{"comm_id", model::comm_hex(c.comm_id)},
                   {"nranks", c.nranks},
                   {"hosts", c.hosts},
                   {"gpu_ranks", c.gpu_ranks},

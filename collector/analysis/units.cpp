@@ -1,8 +1,11 @@
 #include "analysis/units.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
+
+#include "model/func_names.h"
 
 namespace ncclwatch::analysis {
 
@@ -31,32 +34,12 @@ std::string human_bytes(uint64_t bytes) {
 }
 
 std::string func_name(format::Func f) {
-  switch (f) {
-    case format::Func::kAllReduce:
-      return "all-reduce";
-    case format::Func::kBroadcast:
-    case format::Func::kBcast:
-      return "broadcast";
-    case format::Func::kReduce:
-      return "reduce";
-    case format::Func::kAllGather:
-      return "all-gather";
-    case format::Func::kReduceScatter:
-      return "reduce-scatter";
-    case format::Func::kAlltoAll:
-      return "all-to-all";
-    case format::Func::kGather:
-      return "gather";
-    case format::Func::kScatter:
-      return "scatter";
-    case format::Func::kSend:
-      return "send";
-    case format::Func::kRecv:
-      return "recv";
-    default:
-      break;
-  }
-  return "collective";
+  // Prose spelling of the one name table (model/func_names.h): "all_reduce" -> "all-reduce";
+  // ncclBcast is a broadcast; anything but a collective or send/recv is "collective".
+  if (!format::is_collective(f) && !format::is_p2p(f)) return "collective";
+  std::string name = model::func_name(f == format::Func::kBcast ? format::Func::kBroadcast : f);
+  std::replace(name.begin(), name.end(), '_', '-');
+  return name;
 }
 
 }  // namespace ncclwatch::analysis

@@ -14,7 +14,8 @@ std::string human_time(double ns);
 std::string signed_time(double ns);
 // "64 MiB", "25 KiB", "512 B".
 std::string human_bytes(uint64_t bytes);
-// "all-reduce", "all-gather", ... ("collective" for anything else).
+// Prose spelling of model::func_name (the one table): "all-reduce", "all-gather", "send", ...
+// ("collective" for anything but a collective or send/recv).
 std::string func_name(format::Func f);
 
 }  // namespace ncclwatch::analysis

@@ -12,6 +12,7 @@
 #include "analysis/overlap.h"
 #include "analysis/rank_activity.h"
 #include "model/func_names.h"
+#include "model/vocabulary.h"
 
 namespace ncclwatch::exporter {
 namespace {
@@ -167,9 +168,10 @@ void write_rank(Emitter& e, const model::RankTrace& r, std::size_t index, int64_
   for (const model::CallEvent& c : r.calls) {
     if (!w.overlaps(c.enter_ns, c.exit_ns)) continue;
     e.raw(fmt::format(
-        R"({{"ph":"X","cat":"cpu_op","name":"nccl:{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"comm":"0x{:x}","seq":{},"bytes":{},"peer":{}}}}})",
+        R"({{"ph":"X","cat":"cpu_op","name":"nccl:{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"comm":"{}","seq":{},"bytes":{},"peer":{}}}}})",
         model::func_name(c.func), pid, kHostTid, e.ts(c.enter_ns + off),
-        Emitter::dur(c.exit_ns - c.enter_ns), c.comm_id, c.seq, c.bytes(), c.peer));
+        Emitter::dur(c.exit_ns - c.enter_ns), model::comm_hex(c.comm_id), c.seq, c.bytes(),
+        c.peer));
     ++stats.calls;
   }
   for (const model::LaunchEvent& l : r.launches) {

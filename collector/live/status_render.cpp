@@ -6,18 +6,16 @@
 
 #include "match/func_name.h"
 #include "match/rank_list.h"
+#include "model/vocabulary.h"
 
 namespace ncclwatch::live {
 namespace {
 
 using format::Func;
+using model::comm_hex;
 
 std::string seconds(int64_t ns) {
   return fmt::format("{:.1f} s", static_cast<double>(ns) / 1e9);
-}
-
-std::string comm_hex(uint64_t id) {
-  return fmt::format("0x{:016x}", id);
 }
 
 std::string seq_text(int64_t seq) {

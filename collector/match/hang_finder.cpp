@@ -13,6 +13,7 @@
 
 #include "match/func_name.h"
 #include "match/rank_list.h"
+#include "model/vocabulary.h"
 
 namespace ncclwatch::match {
 namespace {
@@ -117,7 +118,7 @@ std::string seconds(int64_t ns) {
 std::string call_name(Func func, uint64_t comm, uint64_t seq, bool has_seq) {
   std::string s = func_name(func);
   if (has_seq) s += fmt::format(" #{}", seq);
-  if (comm != 0) s += fmt::format(" on comm 0x{:016x}", comm);
+  if (comm != 0) s += " on comm " + model::comm_hex(comm);
   return s;
 }
 

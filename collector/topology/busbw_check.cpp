@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "model/func_names.h"
 #include "model/median.h"
 #include "topology/checks.h"
 
@@ -40,26 +41,6 @@ double algbw_bytes(model::Func f, uint64_t call_bytes, int n) {
 }
 
 namespace {
-
-const char* func_name(model::Func f) {
-  switch (f) {
-    case model::Func::kAllReduce:
-      return "all_reduce";
-    case model::Func::kAllGather:
-      return "all_gather";
-    case model::Func::kReduceScatter:
-      return "reduce_scatter";
-    case model::Func::kAlltoAll:
-      return "all_to_all";
-    case model::Func::kBroadcast:
-    case model::Func::kBcast:
-      return "broadcast";
-    case model::Func::kReduce:
-      return "reduce";
-    default:
-      return "?";
-  }
-}
 
 std::string gbs(double v) {
   char b[32];
@@ -148,7 +129,7 @@ void check_bus_bandwidth(const LogSet& logs, const std::vector<CommContext>& com
           double m2 = model::median(other.busbw);
           if (m2 > best_smaller) best_smaller = m2, best_log2 = other.log2;
         }
-      std::string what = std::string(func_name(sc.func)) + " of " +
+      std::string what = std::string(model::func_name(sc.func)) + " of " +
                          size_text(std::ldexp(1.0, sc.log2)) + "-" +
                          size_text(std::ldexp(1.0, sc.log2 + 1)) + " (" +
                          std::to_string(sc.busbw.size()) + " calls)";

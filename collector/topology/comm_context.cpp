@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "model/vocabulary.h"
 #include "topology/checks.h"
 
 namespace ncclwatch::topology {
@@ -40,12 +41,6 @@ uint64_t parse_hex(const std::string& s) {
     v = v * 16 + static_cast<uint64_t>(d);
   }
   return v;
-}
-
-std::string hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(v));
-  return b;
 }
 
 }  // namespace
@@ -106,7 +101,7 @@ std::vector<CommContext> build_contexts(const LogSet& logs, const std::vector<Co
   for (const auto& cs : match.comms) {
     if (joined.count(cs.id) != 0) continue;
     CommContext c;
-    c.name = hex(cs.id);
+    c.name = model::comm_hex(cs.id);
     c.nranks = cs.nranks;
     c.job_comm = cs.id;
     for (std::size_t i = 0; i < cs.ranks.size(); ++i) {

@@ -1,5 +1,6 @@
 #include "trace/record_json.h"
 
+#include "model/vocabulary.h"
 #include "trace/record_check.h"
 #include "trace/record_names.h"
 #include "trace/trace_header_check.h"
@@ -21,7 +22,7 @@ void add_call(json& j, const format::CallRecord& c) {
   j["result"] = static_cast<int8_t>(c.prefix.u8b);
   j["t_enter_ns"] = c.t_enter_ns;
   j["t_exit_ns"] = c.t_exit_ns;
-  j["comm_id"] = hex(c.comm_id);
+  j["comm_id"] = model::comm_hex(c.comm_id);
   j["seq"] = c.seq;
   j["count"] = c.count;
   j["datatype"] = c.datatype;
@@ -83,8 +84,8 @@ nlohmann::ordered_json record_to_json(const format::Record& r, uint64_t index,
       j["result"] = static_cast<int8_t>(r.prefix.u8b);
       j["t_enter_ns"] = r.comm.t_enter_ns;
       j["t_exit_ns"] = r.comm.t_exit_ns;
-      j["comm_id"] = hex(r.comm.comm_id);
-      j["parent_id"] = hex(r.comm.parent_id);
+      j["comm_id"] = model::comm_hex(r.comm.comm_id);
+      j["parent_id"] = model::comm_hex(r.comm.parent_id);
       j["handle"] = hex(r.comm.handle);
       j["nranks"] = r.comm.nranks;
       j["rank"] = r.comm.rank;
@@ -97,7 +98,7 @@ nlohmann::ordered_json record_to_json(const format::Record& r, uint64_t index,
       j["result"] = static_cast<int8_t>(r.prefix.u8b);
       j["t_enter_ns"] = r.comm_end.t_enter_ns;
       j["t_exit_ns"] = r.comm_end.t_exit_ns;
-      j["comm_id"] = hex(r.comm_end.comm_id);
+      j["comm_id"] = model::comm_hex(r.comm_end.comm_id);
       break;
     case RecordKind::kIdentity:
       j["tid"] = r.prefix.tid;
@@ -126,7 +127,7 @@ nlohmann::ordered_json record_to_json(const format::Record& r, uint64_t index,
       j["tid"] = r.prefix.tid;
       j["func"] = func_name(r.prefix.u8a);
       j["t_ns"] = r.link.t_ns;
-      j["comm_id"] = hex(r.link.comm_id);
+      j["comm_id"] = model::comm_hex(r.link.comm_id);
       j["stream"] = hex(r.link.stream);
       j["correlation"] = r.link.correlation;
       j["seq"] = r.link.seq;
@@ -138,7 +139,7 @@ nlohmann::ordered_json record_to_json(const format::Record& r, uint64_t index,
       j["device"] = r.prefix.u8b;
       j["start_ns"] = r.coll_gpu.start_ns;
       j["end_ns"] = r.coll_gpu.end_ns;
-      j["comm_id"] = hex(r.coll_gpu.comm_id);
+      j["comm_id"] = model::comm_hex(r.coll_gpu.comm_id);
       j["stream"] = hex(r.coll_gpu.stream);
       j["seq"] = r.coll_gpu.seq;
       j["group_id"] = r.coll_gpu.group_id;
@@ -174,7 +175,7 @@ nlohmann::ordered_json record_to_json(const format::Record& r, uint64_t index,
       j["source"] = r.prefix.u8b < 4 ? kSources[r.prefix.u8b] : "unknown";
       j["t_enter_ns"] = e.t_enter_ns;
       j["t_seen_ns"] = r.in_flight.t_seen_ns;
-      j["comm_id"] = hex(e.comm_id);
+      j["comm_id"] = model::comm_hex(e.comm_id);
       j["seq"] = e.seq;
       j["count"] = e.count;
       j["datatype"] = e.datatype;

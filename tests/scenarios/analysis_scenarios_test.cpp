@@ -10,6 +10,7 @@
 // 30 ms, backward 60 ms in 8 kernels (bucket b of 4 ready after 15 (b+1) ms of backward), optimizer
 // 10 ms, 250 MiB buckets. The fake NCCL ends an all-reduce T = 262144000 B / 10 GB/s + 5 µs =
 // 26.219 ms after its last member started.
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,17 @@ TEST(Scenario, CleanRunHasNoStragglerAndHandComputedOverlap) {
   // until 90; AR3, AR4 after backward. Overlapped 45 of 4T = 104.9 ms -> 42.9%; exposed 59.9
   // ms/step, all transfer (ranks arrive together). Tolerances: 3 points, 3 ms/step.
   const Result r = run_scenario({kWorkload, {}, {}, kTwoHosts});
+  // Every comm id in the report joins with comms[].id (one spelling: 0x + 16 hex digits).
+  std::set<std::string> comm_ids;
+  for (const json& c : r.report["comms"]) comm_ids.insert(c["id"].get<std::string>());
+  ASSERT_FALSE(comm_ids.empty()) << r.log;
+  ASSERT_FALSE(r.report["buckets"].empty()) << r.log;
+  ASSERT_FALSE(r.report["cross_node_comms"].empty()) << r.log;
+  for (const char* list : {"buckets", "cross_node_comms"}) {
+    for (const json& b : r.report[list]) {
+      EXPECT_EQ(comm_ids.count(b["comm_id"].get<std::string>()), 1u) << list << ": " << b.dump();
+    }
+  }
   EXPECT_TRUE(r.report["stragglers"].empty()) << r.report["stragglers"].dump(1) << r.log;
   ASSERT_EQ(r.report["overlap"].size(), 4u);
   for (const json& o : r.report["overlap"]) {

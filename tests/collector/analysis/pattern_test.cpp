@@ -365,7 +365,8 @@ TEST(Pattern, TensorParallelFindingInTheReport) {
   analyze(job, match, clocks, r);
   bool found = false;
   for (const auto& f : r.findings) {
-    if (f.text.rfind("comm 7e57 (4 ranks, 2 nodes) carries 32 small all-reduces per step across "
+    if (f.text.rfind("comm 0x0000000000007e57 (4 ranks, 2 nodes) carries 32 small all-reduces per "
+                     "step across "
                      "nodes (median 2.0 MiB",
                      0) == 0) {
       found = true;
@@ -373,6 +374,8 @@ TEST(Pattern, TensorParallelFindingInTheReport) {
     }
   }
   EXPECT_TRUE(found) << r.json["cross_node_comms"].dump();
+  // The JSON spells it as comms[].id does (model::comm_hex), so the two join.
+  EXPECT_EQ(r.json["cross_node_comms"][0]["comm_id"], "0x0000000000007e57");
 }
 
 }  // namespace

@@ -113,7 +113,7 @@ TEST(BusBandwidth, LargerMessagesSlowerThanSmallerOnes) {
       std::string::npos)
       << f[0].message;
   EXPECT_NE(f[0].message.find("reached 60.0 GB/s"), std::string::npos) << f[0].message;
-  EXPECT_EQ(f[0].comm, "0xc0ffee");
+  EXPECT_EQ(f[0].comm, "0x0000000000c0ffee");
   EXPECT_EQ(f[0].ranks, (std::vector<int>{0, 1, 2, 3}));
 }
 
