@@ -39,7 +39,103 @@ std::string ordinal(std::size_t n) {
   return std::to_string(n) + suffix;
 }
 
+std::string rank_list(const std::vector<int32_t>& ranks) {
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size() && i < 8; ++i)
+    out += (i ? ", " : "") + std::to_string(ranks[i]);
+  if (ranks.size() > 8) out += fmt::format(", ... ({} ranks)", ranks.size());
+  return out;
+}
+
+std::string host_list(const std::vector<std::string>& hosts) {
+  std::string out;
+  for (std::size_t i = 0; i < hosts.size() && i < 4; ++i) out += (i ? ", " : "") + hosts[i];
+  if (hosts.size() > 4) out += fmt::format(", ... ({} hosts)", hosts.size());
+  return out;
+}
+
 }  // namespace
+
+std::string StragglerReport::evidence(const Straggler& s) {
+  const CauseEvidence& e = s.evidence;
+  const char* base = e.against_own_steps ? "in its other steps" : "on its peers";
+  switch (s.cause) {
+    case Cause::kGpuSlow:
+      return fmt::format("compute {}/step vs {} {} (+{}); GPU idle {}/step vs {}",
+                         human_time(e.compute_ns), human_time(e.base_compute_ns), base,
+                         human_time(e.compute_ns - e.base_compute_ns), human_time(e.idle_ns),
+                         human_time(e.base_idle_ns));
+    case Cause::kHostStall:
+      return fmt::format(
+          "GPU idle {}/step vs {} {} (+{}), {} of it right before collectives; compute {}/step "
+          "vs {}",
+          human_time(e.idle_ns), human_time(e.base_idle_ns), base,
+          human_time(e.idle_ns - e.base_idle_ns), human_time(e.idle_before_comm_ns),
+          human_time(e.compute_ns), human_time(e.base_compute_ns));
+    case Cause::kNetwork:
+      return fmt::format("transfer time per byte on its comms is {:.1f}x that of comms without it",
+                         e.transfer_ratio);
+    case Cause::kUnknown:
+      break;
+  }
+  if (e.host_only) {
+    return fmt::format(
+        "host-only records: its calls enter {} after the median rank's; GPU timing is needed to "
+        "tell gpu-slow from host-stall or a slow network link",
+        human_time(std::max(0.0, s.lateness_ns)));
+  }
+  if (e.no_compute) {
+    return fmt::format(
+        "no compute kernels recorded for it (lite mode?): its collectives start {} after the "
+        "median rank's",
+        human_time(std::max(0.0, s.lateness_ns)));
+  }
+  return "neither its compute nor its GPU idle time differs enough to explain the lateness";
+}
+
+std::string StragglerReport::because(const Straggler& s) {
+  const CauseEvidence& e = s.evidence;
+  const char* base = e.against_own_steps ? "in its other steps" : "on its peers";
+  switch (s.cause) {
+    case Cause::kGpuSlow:
+      return fmt::format("its compute takes {}/step vs {} {} — {}", human_time(e.compute_ns),
+                         human_time(e.base_compute_ns), base,
+                         e.against_own_steps ? "extra GPU work (evaluation?)"
+                                             : "slow GPU (clocks, thermals, a noisy neighbour?)");
+    case Cause::kHostStall:
+      return fmt::format("its GPU idles {}/step ({} {}) — {}", human_time(e.idle_ns),
+                         human_time(e.base_idle_ns), base,
+                         e.against_own_steps ? "host-side stall (checkpoint or evaluation?)"
+                                             : "host-side stall (data loading?)");
+    case Cause::kNetwork:
+      return fmt::format(
+          "its collectives transfer {:.1f}x slower than comms without it — network (NIC, link, "
+          "switch?)",
+          e.transfer_ratio);
+    case Cause::kUnknown:
+      break;
+  }
+  if (e.host_only || e.no_compute) return "cause unknown (" + evidence(s) + ")";
+  return "cause unknown (compute and GPU idle look like its peers')";
+}
+
+std::string StragglerReport::link_line(const SlowLink& l) {
+  const std::string where =
+      l.hosts_alike.empty()
+          ? fmt::format("at {}", l.host)
+          : fmt::format("at one of {}, {} (they share every communicator: cannot be told apart)",
+                        l.host, host_list(l.hosts_alike));
+  const std::string late = l.late_ranks.empty()
+                               ? std::string()
+                               : fmt::format(" — late because of it, not stragglers: ranks {} ({})",
+                                             rank_list(l.late_ranks), host_list(l.late_hosts));
+  return fmt::format(
+      "slow network link {}: its {} cross-node communicators transfer {:.1f}x slower per byte "
+      "than the {} without it ({} vs {} per collective) — its NIC, cable or switch port; "
+      "costing {}/step of waiting summed over the ranks that waited ({:.1f}% of step time){}",
+      where, l.comms.size(), l.slowdown, l.comms_without, human_time(l.transfer_ns),
+      human_time(l.others_transfer_ns), human_time(l.cost_ns_per_step), l.cost_pct, late);
+}
 
 std::string StragglerReport::where(const Straggler& s) {
   static const char* const kWords[] = {"", "first", "second", "third"};
@@ -59,29 +155,36 @@ std::string StragglerReport::line(const Straggler& s, const std::string& what) {
     case Pattern::kPeriodic:
       return fmt::format("{} is {} late every {} step (steps {}) at {} of the step, {}; {}",
                          who(s.rank, s.host), human_time(s.lateness_ns), ordinal(s.period_steps),
-                         step_list(s.spike_steps), where(s), cost(s), s.because);
+                         step_list(s.spike_steps), where(s), cost(s), because(s));
     case Pattern::kSpikes:
       return fmt::format(
           "{} is {} late in {} of {} steps (steps {}), more often than its peers, at {} of the "
           "step, {}; {}",
           who(s.rank, s.host), human_time(s.lateness_ns), s.spike_steps.size(), s.steady_steps,
-          step_list(s.spike_steps), where(s), cost(s), s.because);
+          step_list(s.spike_steps), where(s), cost(s), because(s));
     case Pattern::kPersistent:
       break;
   }
   if (s.steady_steps == 0 || s.late_steps == 0) {  // no steps: per-collective samples
     return fmt::format("{} is {} late at its {} (median), {}; {}", who(s.rank, s.host),
-                       human_time(s.lateness_ns), what, cost(s), s.because);
+                       human_time(s.lateness_ns), what, cost(s), because(s));
   }
   const std::string when =
       10 * s.late_steps >= 9 * s.steady_steps
           ? std::string("every step")
           : fmt::format("the step in {} of {} steps", s.late_steps, s.steady_steps);
   return fmt::format("{} is {} late at {} of {}, {}; {}", who(s.rank, s.host),
-                     human_time(s.lateness_ns), where(s), when, cost(s), s.because);
+                     human_time(s.lateness_ns), where(s), when, cost(s), because(s));
 }
 
 void StragglerReport::write(const StragglerResult& r, model::Report& report) {
+  write_findings(r, report);
+  write_section(r, report);
+  write_json(r, report);
+}
+
+// Findings, costliest first; the "no straggler" and job-wide delay lines.
+void StragglerReport::write_findings(const StragglerResult& r, model::Report& report) {
   const bool host_only = r.gpu_instances == 0 && r.host_instances > 0;
   // Findings, costliest first: a node problem explains several ranks at once and costs their sum.
   struct Line {
@@ -104,8 +207,14 @@ void StragglerReport::write(const StragglerResult& r, model::Report& report) {
                       "data loading, storage, CPU or NIC){}",
                       n.host, ranks, human_time(n.lateness_ns), at, human_time(n.cost_ns_per_step),
                       n.cost_pct,
-                      first != r.stragglers.end() ? "; " + first->cause + ": " + first->evidence
-                                                  : std::string())}});
+                      first != r.stragglers.end()
+                          ? fmt::format("; {}: {}", to_string(first->cause), evidence(*first))
+                          : std::string())}});
+  }
+  for (const SlowLink& l : r.links) {
+    lines.push_back({l.cost_ns_per_step,
+                     {l.warning ? model::Severity::kWarning : model::Severity::kInfo, "stragglers",
+                      link_line(l)}});
   }
   std::size_t shown = 0;
   for (const Straggler& s : r.stragglers) {
@@ -118,7 +227,7 @@ void StragglerReport::write(const StragglerResult& r, model::Report& report) {
   std::stable_sort(lines.begin(), lines.end(),
                    [](const Line& a, const Line& b) { return a.cost > b.cost; });
   for (Line& l : lines) report.findings.push_back(std::move(l.finding));
-  if (r.stragglers.empty() && r.instances > 0) {
+  if (r.stragglers.empty() && r.links.empty() && r.instances > 0) {
     report.findings.push_back(
         {model::Severity::kInfo, "stragglers",
          fmt::format("no straggler: no rank's lateness differs from its peers' (sign and phase "
@@ -135,8 +244,10 @@ void StragglerReport::write(const StragglerResult& r, model::Report& report) {
                      human_time(r.delays.up_to_ns), r.delays.cost_pct,
                      human_time(r.delays.cost_ns_per_step))});
   }
+}
 
-  // Section.
+// The "Stragglers" section: how it was measured, the rank table, every verdict with its cause.
+void StragglerReport::write_section(const StragglerResult& r, model::Report& report) {
   std::string body = fmt::format(
       "{} matched collective instances; arrival = {}.\n"
       "samples: {}; noise σ (median per-rank 1.4826 x MAD of lateness minus the step's median "
@@ -184,10 +295,15 @@ void StragglerReport::write(const StragglerResult& r, model::Report& report) {
   }
   if (r.stragglers.empty()) body += "\nno straggler.\n";
   for (const Straggler& s : r.stragglers) {
-    body +=
-        fmt::format("\n{} [{}{}]: {}\n  cause {}: {}\n", who(s.rank, s.host), to_string(s.pattern),
-                    s.node_problem ? ", node" : "", line(s, r.what), s.cause, s.evidence);
+    body += fmt::format("\n{} [{}{}]: {}\n  cause {}: {}\n", who(s.rank, s.host),
+                        to_string(s.pattern), s.node_problem ? ", node" : "", line(s, r.what),
+                        to_string(s.cause), evidence(s));
   }
+  for (const SlowLink& l : r.links) body += "\n" + link_line(l) + "\n";
+  body += fmt::format(
+      "\nslow link: a host each of whose cross-node communicators transfers >= {:.1f}x slower "
+      "per byte (median over collectives of >= {} KiB) than those without it.\n",
+      kLinkSlowdown, kLinkMinBytes / 1024);
   if (!r.one_offs.empty()) {
     body += "\none-off late steps (not counted as stragglers):\n";
     for (const std::string& o : r.one_offs) body += "  " + o + "\n";
@@ -201,8 +317,10 @@ void StragglerReport::write(const StragglerResult& r, model::Report& report) {
         human_time(r.delays.up_to_ns), r.delays.cost_pct, human_time(r.delays.cost_ns_per_step));
   }
   report.sections.push_back({"Stragglers", body});
+}
 
-  // JSON.
+// JSON stragglers[], slow_links[] and straggler_analysis (docs/report-schema.md).
+void StragglerReport::write_json(const StragglerResult& r, model::Report& report) {
   nlohmann::json list = nlohmann::json::array();
   for (const Straggler& s : r.stragglers) {
     nlohmann::json steps = nlohmann::json::array();
@@ -213,8 +331,8 @@ void StragglerReport::write(const StragglerResult& r, model::Report& report) {
                     {"mean_lateness_us", us(s.mean_lateness_ns)},
                     {"inflicted_wait_us", us(static_cast<double>(s.inflicted_wait_ns))},
                     {"lateness_when_last_us", us(s.lateness_when_last_ns)},
-                    {"cause", s.cause},
-                    {"evidence", s.evidence},
+                    {"cause", to_string(s.cause)},
+                    {"evidence", evidence(s)},
                     {"pattern", to_string(s.pattern)},
                     {"period_steps", s.period_steps},
                     {"spike_steps", steps},
@@ -242,6 +360,22 @@ void StragglerReport::write(const StragglerResult& r, model::Report& report) {
                      {"cost_pct", n.cost_pct},
                      {"severity", n.warning ? "warning" : "info"}});
   }
+  nlohmann::json links = nlohmann::json::array();
+  for (const SlowLink& l : r.links) {
+    links.push_back({{"host", l.host},
+                     {"hosts_alike", l.hosts_alike},
+                     {"cause", to_string(Cause::kNetwork)},
+                     {"slowdown", l.slowdown},
+                     {"transfer_us", us(l.transfer_ns)},
+                     {"others_transfer_us", us(l.others_transfer_ns)},
+                     {"comms", l.comms.size()},
+                     {"comms_without", l.comms_without},
+                     {"late_ranks", l.late_ranks},
+                     {"cost_us_per_step", us(l.cost_ns_per_step)},
+                     {"cost_pct", l.cost_pct},
+                     {"severity", l.warning ? "warning" : "info"}});
+  }
+  report.json["slow_links"] = links;
   report.json["straggler_analysis"] = {{"timestamps", r.host_instances == 0  ? "gpu_kernel_start"
                                                       : r.gpu_instances == 0 ? "call_entry"
                                                                              : "mixed"},

@@ -12,6 +12,8 @@
 //               period, consistently (periodic_fit.h), chance excluded after correction;
 //   spikes:     more spike steps than the peers' rate explains (binomial, corrected).
 // Delays alike on every rank are nobody's: one job-wide figure (JobWideDelays), no straggler.
+// Ranks late only because their collectives cross a slow network link (slow_link.h) are the
+// link's, not stragglers. Causes: straggler_cause.h; prose: straggler_report.cpp.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@
 
 #include "analysis/arrivals.h"
 #include "analysis/overlap.h"
+#include "analysis/slow_link.h"
 #include "analysis/straggler_stats.h"
 #include "model/clock_alignment.h"
 #include "model/job_trace.h"
@@ -38,6 +41,24 @@ inline constexpr double kWarnCostPct = 1.0;  // a straggler costing less is info
 enum class Pattern : uint8_t { kPersistent, kPeriodic, kSpikes };
 const char* to_string(Pattern p);
 
+// Why a straggler is late. Names (text and JSON): gpu-slow, host-stall, network, unknown.
+enum class Cause : uint8_t { kUnknown, kGpuSlow, kHostStall, kNetwork };
+const char* to_string(Cause c);
+
+// The figures behind a cause; the report writer turns them into prose.
+struct CauseEvidence {
+  // kGpuSlow / kHostStall: the straggler's mean GPU figures per step against a baseline.
+  double compute_ns = 0, idle_ns = 0, idle_before_comm_ns = 0;
+  double base_compute_ns = 0, base_idle_ns = 0;
+  bool against_own_steps = false;  // baseline: its other steps (periodic, spikes), else peers
+  // kNetwork from transfer times: its comms' per-byte transfer over that of comms without it.
+  double transfer_ratio = 0;
+  // kUnknown: no GPU timing at all (host-only records), else no compute kernels (lite mode)
+  // or figures that explain too little.
+  bool host_only = false;
+  bool no_compute = false;
+};
+
 struct Straggler {
   std::size_t rank_index = 0;
   int32_t rank = -1;
@@ -51,9 +72,8 @@ struct Straggler {
   std::vector<std::size_t> spike_steps;  // kPeriodic / kSpikes: step indices (0-based)
   double spike_lateness_ns = 0;          // mean lateness in those steps
   bool node_problem = false;             // all ranks of its host are late together
-  std::string cause;                     // gpu-slow | host-stall | network | unknown
-  std::string evidence;                  // numbers behind the cause
-  std::string because;                   // the finding's clause: "its GPU idles 7.9 ms/step ..."
+  Cause cause = Cause::kUnknown;
+  CauseEvidence evidence;
   // Where and how late, measured where it happens: its typical worst lateness per affected
   // step (persistent: median over its steady steps; periodic/spikes: mean over the spike
   // steps), at the `late_at_ordinal`-th call of the step (most often), a `late_at_func`.
@@ -93,6 +113,9 @@ struct StragglerResult {
   ArrivalStats stats;
   std::vector<Straggler> stragglers;  // costliest first
   std::vector<NodeProblem> nodes;
+  // Slow network links (slow_link.h); ranks late only because their collectives cross one are
+  // listed there, not as stragglers.
+  std::vector<SlowLink> links;
   int64_t late_ns = 0;
   int64_t spike_ns = 0;
   int64_t step_ns = 0;     // median steady step length (0: no steps)

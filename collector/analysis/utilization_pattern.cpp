@@ -251,7 +251,7 @@ PatternVerdict PatternVerdict::judge(const model::JobTrace& job,
     v.text = fmt::format(
         "one {} lagging the rest — {} (cause: {}){} — straggler (thermal, PCIe, NCCL): run DCGM "
         "diagnostics and nccl-tests on that node.{}",
-        stragglers.nodes.empty() ? "GPU" : "node", who, s.cause, spin, grade);
+        stragglers.nodes.empty() ? "GPU" : "node", who, to_string(s.cause), spin, grade);
     return v;
   }
   if (gpu.empty()) {

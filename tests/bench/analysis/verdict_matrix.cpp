@@ -81,8 +81,8 @@ int main(int argc, char** argv) {
   const int sizes[][2] = {{4, 2}, {8, 2}, {8, 4}, {16, 4}, {16, 8}, {32, 8}, {64, 8}, {12, 1}};
   for (int i = 0; i < scenarios; ++i) {
     ScenarioSpec s;
-    s.kind = t::kAllKinds[i % 6];
-    s.noise = noises[(i / 6) % 4];
+    s.kind = t::kAllKinds[i % 7];
+    s.noise = noises[(i / 7) % 4];
     s.noise_frac = s.noise == Noise::kNone ? 0.0 : 0.01 + 0.09 * rng.unit();
     s.host_only = rng.unit() < 0.3;
     const auto& sz = sizes[rng.pick(8)];
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
     const double t0 = thread_cpu_s();
     ncclwatch::analysis::analyze(job.job, job.match, job.clocks, report);
     analysis_s += thread_cpu_s() - t0;
-    const t::Score s = t::score(sc, report.json["stragglers"]);
+    const t::Score s = t::score(sc, report.json);
     table[{t::to_string(spec.kind), noise_label(spec)}].add(s);
     by_size[spec.ranks].add(s);
     all.add(s);

@@ -56,6 +56,18 @@ struct SimParams {
   Noise noise = Noise::kNone;
   double noise_frac = 0;  // amplitude of `noise` as a share of the nominal step
 
+  // Layout. false: one communicator of all ranks (DDP). true, "pair links" (needs >= 2 hosts):
+  // per bucket two all-reduces, each on a cross-node communicator of one local rank index and
+  // a group of adjacent nodes — partition A groups nodes (0,1), (2,3), ..., partition B
+  // (1,2), (3,4), ..., (last,0); an odd node left over joins the previous group — each
+  // communicator on its own stream (PyTorch gives every process group its own NCCL stream);
+  // after the optimizer a 4-byte all-reduce of the loss on the global communicator that every
+  // host syncs on. Communicators over different node sets are what localizes a slow NIC.
+  bool pair_links = false;
+  int slow_link_host = -1;     // host index whose NIC slows the transfers of its comms
+  double link_slowdown = 1.0;  // ... by this factor
+  int64_t loss_transfer_ns = 30'000;
+
   int64_t nominal_step_ns() const {
     return memcpy_ns + forward_ns + buckets * segment_ns + transfer_ns + optimizer_ns;
   }
@@ -72,6 +84,9 @@ SimJob simulate(const SimParams& p);
 // A params helper: n ranks, `per_host` ranks per host named node-a, node-b, ... (node-27,
 // node-28, ... beyond 26 hosts).
 SimParams sim_params(int nranks, int per_host);
+// Pair links: the host indices that share a cross-node communicator with `host` (itself
+// included), out of `hosts` hosts.
+std::vector<int> hosts_sharing_links(int hosts, int host);
 std::string host_name(int index);
 
 }  // namespace ncclwatch::analysis::testing

@@ -26,9 +26,11 @@ enum class Kind : uint8_t {
   kSlowNode,
   kPeriodic,
   kTwoStragglers,
+  kSlowLink,  // one node's NIC slows the cross-node transfers of its comms (pair-links layout)
 };
 inline constexpr Kind kAllKinds[] = {Kind::kClean,    Kind::kSlowGpu,  Kind::kHostStall,
-                                     Kind::kSlowNode, Kind::kPeriodic, Kind::kTwoStragglers};
+                                     Kind::kSlowNode, Kind::kPeriodic, Kind::kTwoStragglers,
+                                     Kind::kSlowLink};
 const char* to_string(Kind k);
 
 // One expected straggler entry of the JSON report.
@@ -55,6 +57,10 @@ struct Scenario {
   ScenarioSpec spec;
   SimParams params;
   std::vector<Expected> truth;
+  // kSlowLink: the node with the slow NIC (expected in slow_links[] when GPU-timed), and the
+  // ranks whose collectives cross it (they may be late; see score()).
+  std::string link_host;
+  std::vector<int32_t> link_ranks;
   std::string description;  // "rank 5 host stall 3.1 ms", for failure messages
 };
 
@@ -68,8 +74,13 @@ struct Score {
   std::string detail;  // what differed
 };
 
-// Scores `stragglers` (the JSON report's stragglers[]) against the scenario's truth. An entry
-// is right when rank, pattern, period (periodic), cause and node_problem all match.
-Score score(const Scenario& s, const nlohmann::json& stragglers);
+// Scores the JSON report's stragglers[] and slow_links[] against the scenario's truth. A
+// straggler entry is right when rank, pattern, period (periodic), cause and node_problem all
+// match. A slow link is right when it names the slow node alone and blames only ranks whose
+// collectives cross it. Slow link, GPU-timed: expected = the link, no straggler. Slow link,
+// host-only: call entries show who is late but not why, so nothing is expected (no recall to
+// score); the ranks behind the link may be reported as stragglers of cause unknown (true:
+// they are late, and the report says GPU timing is needed), any other entry is false.
+Score score(const Scenario& s, const nlohmann::json& report);
 
 }  // namespace ncclwatch::analysis::testing

@@ -36,7 +36,7 @@ TEST_P(VerdictMatrix, NamedExactly) {
     const testing::SimJob job = testing::simulate(sc.params);
     model::Report report;
     analyze(job.job, job.match, job.clocks, report);
-    const testing::Score s = testing::score(sc, report.json["stragglers"]);
+    const testing::Score s = testing::score(sc, report.json);
     EXPECT_TRUE(s.exact()) << sc.description << "\n"
                            << s.detail << "\n"
                            << report.json["stragglers"].dump(1);

@@ -1,0 +1,192 @@
+#include "analysis/straggler_cause.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "analysis/robust_stats.h"
+
+namespace ncclwatch::analysis {
+namespace {
+
+struct StepMetrics {
+  double compute = 0, idle = 0, idle_before = 0;
+  std::size_t steps = 0;
+};
+
+// Mean per-step GPU figures of one rank over its steady steps that `keep` accepts.
+template <typename Keep>
+StepMetrics mean_metrics(const RankOverlap& o, Keep keep) {
+  StepMetrics m;
+  for (const StepOverlap& s : o.steps) {
+    if (s.warmup || !keep(s.index)) continue;
+    m.compute += static_cast<double>(s.totals.compute_ns);
+    m.idle += static_cast<double>(s.totals.idle_ns());
+    m.idle_before += static_cast<double>(s.totals.idle_before_comm_ns);
+    ++m.steps;
+  }
+  if (m.steps) {
+    const double n = static_cast<double>(m.steps);
+    m.compute /= n;
+    m.idle /= n;
+    m.idle_before /= n;
+  }
+  return m;
+}
+
+using stats::median;
+
+// Mean transfer time per byte (kernel end − last arrival) on comms that include `rank_index`
+// divided by the same on comms that do not; 0 when either side has no GPU instances.
+double transfer_ratio(const model::JobTrace& job, const model::MatchResult& match,
+                      const model::ClockAlignment& clocks, const Arrivals& arrivals,
+                      std::size_t rank_index) {
+  double in_t = 0, in_b = 0, out_t = 0, out_b = 0;
+  for (std::size_t i = 0; i < match.instances.size(); ++i) {
+    const InstanceArrival& ia = arrivals.instances[i];
+    if (!ia.used || !ia.gpu) continue;
+    const model::CollectiveInstance& inst = match.instances[i];
+    bool includes = false;
+    int64_t end = std::numeric_limits<int64_t>::min();
+    for (std::size_t m = inst.first_member; m < inst.first_member + inst.nmembers; ++m) {
+      const model::InstanceMember& mem = match.members[m];
+      includes = includes || mem.rank_index == rank_index;
+      const model::CallEvent& c = job.ranks[mem.rank_index].calls[mem.call_index];
+      end = std::max(end, c.gpu_end_ns + clocks.at(mem.rank_index));
+    }
+    const double t = static_cast<double>(std::max<int64_t>(0, end - ia.last_ns));
+    const double b = static_cast<double>(std::max<uint64_t>(1, inst.bytes));
+    (includes ? in_t : out_t) += t;
+    (includes ? in_b : out_b) += b;
+  }
+  if (in_b == 0 || out_b == 0 || out_t == 0) return 0;
+  return (in_t / in_b) / (out_t / out_b);
+}
+
+// gpu-slow when the extra compute explains a good part of the lateness, host-stall when the
+// extra GPU idle time does; else the cause stays unknown (the caller tries the network).
+void attribute(Straggler& s, const StepMetrics& mine, const StepMetrics& base, double late_ns,
+               bool against_own_steps) {
+  CauseEvidence& e = s.evidence;
+  e.compute_ns = mine.compute;
+  e.idle_ns = mine.idle;
+  e.idle_before_comm_ns = mine.idle_before;
+  e.base_compute_ns = base.compute;
+  e.base_idle_ns = base.idle;
+  e.against_own_steps = against_own_steps;
+  const double dc = mine.compute - base.compute;
+  const double di = mine.idle - base.idle;
+  if (dc >= di && dc > 0.3 * late_ns && dc > 0.02 * base.compute) {
+    s.cause = Cause::kGpuSlow;
+  } else if (di > 0.3 * late_ns) {
+    s.cause = Cause::kHostStall;
+  }
+}
+
+}  // namespace
+
+void attribute_causes(const model::JobTrace& job, const model::MatchResult& match,
+                      const model::ClockAlignment& clocks, const Arrivals& arrivals,
+                      const std::vector<RankOverlap>& overlaps, const std::vector<bool>& persistent,
+                      StragglerResult& out) {
+  const std::size_t n = persistent.size();
+  for (Straggler& s : out.stragglers) {
+    const RankOverlap* mine = s.rank_index < overlaps.size() ? &overlaps[s.rank_index] : nullptr;
+    s.cause = Cause::kUnknown;
+    if (!mine || !mine->measurable) {
+      s.evidence.host_only = arrivals.gpu_instances == 0;
+      s.evidence.no_compute = !s.evidence.host_only;
+      continue;
+    }
+    if (s.pattern == Pattern::kPersistent) {
+      const StepMetrics me = mean_metrics(*mine, [](std::size_t) { return true; });
+      std::vector<double> pc, pi, pb;
+      for (const RankOverlap& o : overlaps) {
+        if (o.rank_index == s.rank_index || !o.measurable) continue;
+        if (o.rank_index < n && persistent[o.rank_index]) continue;  // compare with healthy ranks
+        const StepMetrics m = mean_metrics(o, [](std::size_t) { return true; });
+        pc.push_back(m.compute);
+        pi.push_back(m.idle);
+        pb.push_back(m.idle_before);
+      }
+      const StepMetrics base{median(pc), median(pi), median(pb), 0};
+      attribute(s, me, base, s.lateness_ns, false);
+    } else {
+      auto in_spikes = [&](std::size_t k) {
+        return std::binary_search(s.spike_steps.begin(), s.spike_steps.end(), k);
+      };
+      const StepMetrics at = mean_metrics(*mine, in_spikes);
+      const StepMetrics rest = mean_metrics(*mine, [&](std::size_t k) { return !in_spikes(k); });
+      attribute(s, at, rest, s.spike_lateness_ns, true);
+    }
+    if (s.cause == Cause::kUnknown) {
+      const double ratio = transfer_ratio(job, match, clocks, arrivals, s.rank_index);
+      if (ratio >= 1.5) {
+        s.cause = Cause::kNetwork;
+        s.evidence.transfer_ratio = ratio;
+      }
+    }
+  }
+}
+
+double attribute_to_links(const model::JobTrace& job, const std::vector<std::size_t>& active,
+                          const std::vector<int64_t>& steady_inflicted, double late_ns,
+                          double window_sum, StragglerResult& out) {
+  if (out.links.empty()) return 0;
+  const std::size_t none = out.links.size();
+  auto link_of = [&](std::size_t r) {
+    if (r >= job.ranks.size()) return none;
+    for (std::size_t l = 0; l < out.links.size(); ++l) {
+      for (const model::CommInfo& c : job.ranks[r].comms) {
+        if (std::find(out.links[l].comms.begin(), out.links[l].comms.end(), c.id) !=
+            out.links[l].comms.end())
+          return l;
+      }
+    }
+    return none;
+  };
+  // Slower compute is measured directly and no link explains it; GPU idle time is no evidence
+  // against the link: a rank waiting for a slow transfer before its optimizer idles.
+  std::vector<bool> keep(job.ranks.size(), false);
+  std::vector<Straggler> kept;
+  for (Straggler& s : out.stragglers) {
+    if (s.cause == Cause::kGpuSlow || link_of(s.rank_index) == none) {
+      if (s.rank_index < keep.size()) keep[s.rank_index] = true;
+      kept.push_back(std::move(s));
+    }
+  }
+  out.stragglers = std::move(kept);
+  const double steady_steps = std::max<double>(1.0, static_cast<double>(out.steady_steps));
+  std::vector<std::set<std::string>> late_hosts(out.links.size());
+  double behind_wait = 0;
+  for (std::size_t r : active) {
+    const std::size_t l = keep[r] ? none : link_of(r);
+    if (l == none) continue;
+    SlowLink& link = out.links[l];
+    link.behind.push_back(r);
+    const double inflicted = static_cast<double>(steady_inflicted[r]);
+    behind_wait += inflicted;
+    link.cost_ns_per_step += out.per_step ? inflicted / steady_steps : 0;
+    link.cost_pct += window_sum > 0 ? 100.0 * inflicted / window_sum : 0;
+    if (inflicted / steady_steps >= late_ns) {
+      link.late_ranks.push_back(job.ranks[r].info.rank);
+      late_hosts[l].insert(job.ranks[r].info.host);
+    }
+  }
+  for (std::size_t l = 0; l < out.links.size(); ++l) {
+    SlowLink& link = out.links[l];
+    std::sort(link.late_ranks.begin(), link.late_ranks.end());
+    link.late_hosts.assign(late_hosts[l].begin(), late_hosts[l].end());
+    link.warning = window_sum <= 0 || link.cost_pct >= kWarnCostPct;
+  }
+  std::erase_if(out.nodes, [&](const NodeProblem& np) {
+    return std::none_of(out.stragglers.begin(), out.stragglers.end(),
+                        [&](const Straggler& s) { return s.node_problem && s.host == np.host; });
+  });
+  std::stable_sort(out.links.begin(), out.links.end(), [](const SlowLink& a, const SlowLink& b) {
+    return a.cost_ns_per_step > b.cost_ns_per_step;
+  });
+  return behind_wait;
+}
+
+}  // namespace ncclwatch::analysis
