@@ -6,7 +6,9 @@
 // per scenario kind and noise level, and the analysis throughput. Exit status 1 when a target
 // is missed: >= 99% precision and >= 95% recall overall, 100% on the noise-free scenarios.
 //
-//   verdict_matrix [--scenarios N] [--seed S] [--no-big]
+//   verdict_matrix [--scenarios N] [--seed S] [--no-big] [--only-ranks R] [--limit K]
+//
+// --only-ranks / --limit keep the scenarios of R ranks / the first K: for profiling one size.
 #include <time.h>
 
 #include <cstdio>
@@ -67,6 +69,8 @@ int main(int argc, char** argv) {
   int scenarios = 600;
   uint64_t seed = 1;
   bool big = true;
+  int only_ranks = 0;
+  std::size_t limit = 0;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--scenarios") && i + 1 < argc)
       scenarios = std::atoi(argv[++i]);
@@ -74,6 +78,10 @@ int main(int argc, char** argv) {
       seed = std::strtoull(argv[++i], nullptr, 10);
     else if (!std::strcmp(argv[i], "--no-big"))
       big = false;
+    else if (!std::strcmp(argv[i], "--only-ranks") && i + 1 < argc)
+      only_ranks = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--limit") && i + 1 < argc)
+      limit = std::strtoull(argv[++i], nullptr, 10);
   }
   Rng rng{seed * 0x9E3779B97F4A7C15ull + 3};
   std::vector<ScenarioSpec> specs;
@@ -115,6 +123,11 @@ int main(int argc, char** argv) {
       }
     }
   }
+
+  if (only_ranks > 0) {
+    std::erase_if(specs, [&](const ScenarioSpec& s) { return s.ranks != only_ranks; });
+  }
+  if (limit > 0 && specs.size() > limit) specs.resize(limit);
 
   std::map<std::pair<std::string, std::string>, Tally> table;
   std::map<int, Tally> by_size;
