@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "live/own_file.h"
 #include "ncclwatch/in_flight_slot.h"
 #include "trace/record_check.h"
 #include "trace/salvage.h"
@@ -30,24 +31,6 @@ int64_t clock_ns(clockid_t id) {
   timespec ts{};
   ::clock_gettime(id, &ts);
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-// A regular file (never a symlink) owned by the invoking user: the only inputs status reads.
-bool own_regular_file(const std::string& path, std::string* why) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) {
-    *why = "vanished";
-    return false;
-  }
-  if (!S_ISREG(st.st_mode)) {
-    *why = "not a regular file (a symlink?)";
-    return false;
-  }
-  if (st.st_uid != ::geteuid()) {
-    *why = fmt::format("owned by uid {}, not by you", st.st_uid);
-    return false;
-  }
-  return true;
 }
 
 bool has_seq(Func f) {
