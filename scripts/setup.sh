@@ -11,6 +11,9 @@ packages=(
   clang libclang-rt-14-dev python3
   # the HTML report's browser test (headless) and the venv scripts/test.sh installs HTA into
   chromium python3-venv
+  # `ncclwatch exporter` (prometheus-cpp), and its tests against a real Prometheus server
+  # (prometheus brings promtool; curl scrapes and queries its HTTP API)
+  prometheus-cpp-dev prometheus curl
 )
 missing=()
 for p in "${packages[@]}"; do
