@@ -30,8 +30,10 @@ class BoundedMap {
   }
   void erase(const Key& key) {
     map_.erase(key);
-    // The key stays in order_ until it reaches the front; bounded by the same capacity below.
-    if (order_.size() > 2 * capacity_) compact();
+    // The key stays in order_ until it reaches the front or the next compaction, which runs once
+    // order_ holds twice the live keys (plus slack): memory follows the live entries, not the
+    // capacity, at an amortized O(1) per erase.
+    if (order_.size() > 2 * map_.size() + 1024) compact();
   }
   std::size_t size() const { return map_.size(); }
   uint64_t evicted() const { return evicted_; }
