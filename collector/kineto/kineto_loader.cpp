@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -119,8 +118,9 @@ std::optional<model::RankTrace> load_rank(const std::string& path,
   return trace;
 }
 
-model::JobTrace load_job(const std::vector<std::string>& paths_or_dirs,
-                         std::vector<model::InputProblem>& problems, const LoadLimits& limits) {
+model::JobTrace load_job(const std::vector<std::string>& paths_or_dirs, const LoadLimits& limits) {
+  model::JobTrace job;
+  std::vector<model::InputProblem>& problems = job.problems;
   std::vector<std::string> files;
   std::vector<model::InputProblem> dir_problems;
   for (const auto& p : paths_or_dirs) {
@@ -145,11 +145,10 @@ model::JobTrace load_job(const std::vector<std::string>& paths_or_dirs,
   // (out of memory) comes back here, after every thread has been joined.
   std::vector<std::optional<model::RankTrace>> traces(files.size());
   std::vector<std::vector<model::InputProblem>> file_problems(files.size());
-  trace::parallel_for(
-      files.size(), std::max(1u, std::thread::hardware_concurrency()),
-      [&](std::size_t i) { traces[i] = load_rank(files[i], file_problems[i], limits); });
+  trace::parallel_for(files.size(), trace::worker_count(), [&](std::size_t i) {
+    traces[i] = load_rank(files[i], file_problems[i], limits);
+  });
 
-  model::JobTrace job;
   for (auto& p : dir_problems) problems.push_back(std::move(p));
   std::map<int32_t, std::string> seen;  // global rank -> file
   for (std::size_t i = 0; i < files.size(); ++i) {

@@ -29,10 +29,10 @@ struct LoadLimits {
 // (sorted by name). One problem line per file that cannot be used (not JSON, not a trace, no GPU
 // events, truncated gzip, rank already seen); a file cut short keeps the events read before the
 // cut and is marked info.complete = false. Ranks are sorted by global rank, unknown ranks last.
-// Files are parsed in parallel (one thread per file, up to the number of cores). Problems are
-// appended to `problems` only; the caller merges them into JobTrace::problems.
+// Files are parsed in parallel (one thread per file, up to the number of cores). Like
+// trace::load_job (the ncclwatch trace loader), the problems are in JobTrace::problems.
 model::JobTrace load_job(const std::vector<std::string>& paths_or_dirs,
-                         std::vector<model::InputProblem>& problems, const LoadLimits& limits = {});
+                         const LoadLimits& limits = {});
 
 // One file. Returns nothing (and appends one problem) when the file holds no usable rank.
 std::optional<model::RankTrace> load_rank(const std::string& path,

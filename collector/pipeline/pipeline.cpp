@@ -1,7 +1,6 @@
 #include "pipeline/pipeline.h"
 
 #include <algorithm>
-#include <thread>
 #include <vector>
 
 #include "pipeline/collector_parts.h"
@@ -24,14 +23,15 @@ PipelineResult run_pipeline(model::JobTrace& job, const PipelineOptions& options
   if (options.link_gpu) {
     stage(options, "linking GPU work");
     // Ranks are independent: one worker per core takes the next rank.
-    const unsigned threads =
-        options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-    trace::parallel_for(job.ranks.size(), threads, [&job](std::size_t i) {
-      model::RankTrace& rank = job.ranks[i];
-      // A host-only trace has nothing to link (and a million calls cost the linker a second).
-      if (rank.kernels.empty() && rank.links.empty() && rank.coll_gpu.empty()) return;
-      timeline::link_calls_to_gpu(rank);
-    });
+    trace::parallel_for(job.ranks.size(), trace::worker_count(options.threads),
+                        [&job](std::size_t i) {
+                          model::RankTrace& rank = job.ranks[i];
+                          // A host-only trace has nothing to link (and a million calls cost the
+                          // linker a second).
+                          if (rank.kernels.empty() && rank.links.empty() && rank.coll_gpu.empty())
+                            return;
+                          timeline::link_calls_to_gpu(rank);
+                        });
   }
   stage(options, "matching");
   out.match = match::match_job(job, options.match);

@@ -61,11 +61,9 @@ bool load(const ReportRequest& req, model::JobTrace& job, ProgressLine& progress
     return false;
   }
   if (!req.kineto.empty()) {
-    std::vector<model::InputProblem> problems;
     kineto::LoadLimits limits;
     limits.max_inflate_ratio = req.max_inflate_ratio;
-    job = kineto::load_job(req.kineto, problems, limits);
-    job.problems.insert(job.problems.end(), problems.begin(), problems.end());
+    job = kineto::load_job(req.kineto, limits);
     return true;
   }
   std::error_code ec;

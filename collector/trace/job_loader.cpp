@@ -5,7 +5,6 @@
 #include <map>
 #include <optional>
 #include <system_error>
-#include <thread>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -18,11 +17,6 @@
 namespace ncclwatch::trace {
 namespace fs = std::filesystem;
 namespace {
-
-unsigned thread_count(const JobLoadOptions& options) {
-  if (options.threads != 0) return options.threads;
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 // What the header scan learned about one directory entry.
 struct Scanned {
@@ -175,8 +169,9 @@ JobIndex index_job(const std::string& dir, const JobLoadOptions& options) {
 
   std::vector<Scanned> scanned(paths.size());
   parallel_for(
-      paths.size(), thread_count(options), [&](std::size_t i) { scanned[i] = scan_one(paths[i]); },
-      [] {}, std::chrono::milliseconds(250));
+      paths.size(), worker_count(options.threads),
+      [&](std::size_t i) { scanned[i] = scan_one(paths[i]); }, [] {},
+      std::chrono::milliseconds(250));
 
   std::map<std::string, std::vector<TraceFileEntry>> by_job;
   for (auto& s : scanned) {
@@ -240,7 +235,7 @@ model::JobTrace load_job(const std::string& dir, const JobLoadOptions& options) 
   std::atomic<std::size_t> done{0};
   const auto start = std::chrono::steady_clock::now();
   parallel_for(
-      n, thread_count(options),
+      n, worker_count(options.threads),
       [&](std::size_t i) {
         ranks[i] = load_rank(index.files[i].path, problems[i]);
         done.fetch_add(1, std::memory_order_relaxed);

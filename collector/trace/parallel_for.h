@@ -23,6 +23,12 @@
 
 namespace ncclwatch::trace {
 
+// How many workers a loop over independent items gets: `requested`, or one per core when 0 (an
+// option left at its default). The one rule for the trace and Kineto loaders and the pipeline.
+inline unsigned worker_count(unsigned requested = 0) {
+  return requested != 0 ? requested : std::max(1u, std::thread::hardware_concurrency());
+}
+
 template <typename Body, typename Tick>
 void parallel_for(std::size_t n, unsigned threads, Body&& body, Tick&& tick,
                   std::chrono::milliseconds tick_every) {

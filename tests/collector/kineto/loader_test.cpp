@@ -159,9 +159,8 @@ TEST(KinetoLoader, JobFromDirectoryAgreesAcrossRanks) {
                r % 2 ? testing::gzip(doc) : doc);
   }
   write_file(tmp.path("notes.txt"), "not a trace, not picked up");
-  std::vector<model::InputProblem> problems;
-  model::JobTrace job = load_job({tmp.dir().string()}, problems);
-  EXPECT_TRUE(problems.empty());
+  model::JobTrace job = load_job({tmp.dir().string()});
+  EXPECT_TRUE(job.problems.empty());
   ASSERT_EQ(job.ranks.size(), 4u);
   const std::size_t per_rank = static_cast<std::size_t>(spec.steps * spec.allreduces_per_step);
   for (int r = 0; r < 4; ++r) {
@@ -190,13 +189,11 @@ TEST(KinetoLoader, SecondFileOfTheSameRankIsSkippedWithAProblem) {
   const std::string doc = trace_doc(known_events(), kInfo);
   write_file(tmp.path("a.json"), doc);
   write_file(tmp.path("b.json"), doc);
-  std::vector<model::InputProblem> problems;
-  model::JobTrace job = load_job({tmp.path("a.json"), tmp.path("b.json")}, problems);
+  model::JobTrace job = load_job({tmp.path("a.json"), tmp.path("b.json")});
   EXPECT_EQ(job.ranks.size(), 1u);
-  ASSERT_EQ(problems.size(), 1u);
-  EXPECT_EQ(problems[0].source, tmp.path("b.json"));
-  EXPECT_NE(problems[0].message.find("rank 1 already read from"), std::string::npos);
-  EXPECT_TRUE(job.problems.empty());  // the caller merges `problems` (no duplicates)
+  ASSERT_EQ(job.problems.size(), 1u);  // once
+  EXPECT_EQ(job.problems[0].source, tmp.path("b.json"));
+  EXPECT_NE(job.problems[0].message.find("rank 1 already read from"), std::string::npos);
 }
 
 TEST(CollectiveNames, MapPyTorchNamesToNccl) {
