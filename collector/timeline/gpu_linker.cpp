@@ -80,127 +80,157 @@ void attach(RankTrace& t, std::size_t call, std::size_t kernel) {
   if (k.call < 0) k.call = static_cast<int32_t>(call);
 }
 
-}  // namespace
-
-LinkStats link_calls_to_gpu(RankTrace& t) {
-  LinkStats stats;
-  CallIndex calls(t);
-  std::vector<bool> preset(t.calls.size());
-  for (std::size_t i = 0; i < t.calls.size(); ++i)
-    preset[i] = t.calls[i].kernel >= 0 || t.calls[i].has_gpu();
-  std::vector<bool> linked(t.calls.size(), false);
-
-  std::unordered_map<uint32_t, std::size_t> by_correlation;
-  for (std::size_t i = 0; i < t.kernels.size(); ++i) {
-    if (t.kernels[i].correlation != 0) by_correlation.emplace(t.kernels[i].correlation, i);
-  }
-
-  // CUPTI stream id <-> cudaStream_t, learned from any link whose kernel is known.
-  std::unordered_map<uint32_t, uint64_t> stream_of_cupti_id;
-  std::vector<bool> kernel_claimed(t.kernels.size(), false);
-  std::map<uint64_t, std::vector<std::size_t>> orphans;  // by cudaStream_t, launched outside calls
-
-  // 1. Captured calls and correlation links.
-  for (const auto& l : t.links) {
-    auto func = static_cast<Func>(l.prefix.u8a);
-    if (l.correlation == 0) {
-      if (l.prefix.flags & format::kCallGraphCaptured) {
-        int c = calls.find(l.comm_id, l.seq, func, l.t_ns);
-        if (c >= 0 && !(t.calls[c].flags & format::kCallGraphCaptured)) {
-          t.calls[c].flags |= format::kCallGraphCaptured;
-          ++stats.captured;
-        }
-      }
-      continue;
-    }
-    auto kit = by_correlation.find(l.correlation);
-    if (kit == by_correlation.end()) continue;
-    std::size_t k = kit->second;
-    kernel_claimed[k] = true;
-    if (l.stream != 0) stream_of_cupti_id.emplace(t.kernels[k].stream, l.stream);
-    if (l.comm_id != 0) {
-      int c = calls.find(l.comm_id, l.seq, func, l.t_ns);
-      if (c >= 0 && !preset[c]) {
-        attach(t, static_cast<std::size_t>(c), k);
-        linked[c] = true;
-      }
-    } else if (l.group_id != 0) {
-      if (const auto* members = calls.group(l.group_id)) {
-        for (std::size_t c : *members) {
-          if (preset[c] || !wants_gpu(t.calls[c])) continue;
-          if (l.stream != 0 && t.calls[c].stream != model::fold_stream(l.stream)) continue;
-          attach(t, c, k);
-          linked[c] = true;
-        }
-      }
-    } else {
-      orphans[l.stream].push_back(k);
+// The four ways a call gets its GPU time, tried in this order on what is still unlinked.
+class GpuLinker {
+ public:
+  explicit GpuLinker(RankTrace& t)
+      : t_(t),
+        calls_(t),
+        preset_(t.calls.size()),
+        linked_(t.calls.size(), false),
+        kernel_claimed_(t.kernels.size(), false) {
+    for (std::size_t i = 0; i < t.calls.size(); ++i)
+      preset_[i] = t.calls[i].kernel >= 0 || t.calls[i].has_gpu();
+    for (std::size_t i = 0; i < t.kernels.size(); ++i) {
+      if (t.kernels[i].correlation != 0) by_correlation_.emplace(t.kernels[i].correlation, i);
     }
   }
-  for (std::size_t i = 0; i < t.calls.size(); ++i) stats.by_correlation += linked[i];
+
+  LinkStats run() {
+    link_by_correlation();
+    time_by_events();
+    pair_by_stream_order();
+    count_unlinked();
+    return stats_;
+  }
+
+ private:
+  // 1. Captured calls and correlation links (launch link -> CUPTI kernel record).
+  void link_by_correlation() {
+    for (const auto& l : t_.links) {
+      auto func = static_cast<Func>(l.prefix.u8a);
+      if (l.correlation == 0) {
+        if (l.prefix.flags & format::kCallGraphCaptured) {
+          int c = calls_.find(l.comm_id, l.seq, func, l.t_ns);
+          if (c >= 0 && !(t_.calls[c].flags & format::kCallGraphCaptured)) {
+            t_.calls[c].flags |= format::kCallGraphCaptured;
+            ++stats_.captured;
+          }
+        }
+        continue;
+      }
+      auto kit = by_correlation_.find(l.correlation);
+      if (kit == by_correlation_.end()) continue;
+      std::size_t k = kit->second;
+      kernel_claimed_[k] = true;
+      if (l.stream != 0) stream_of_cupti_id_.emplace(t_.kernels[k].stream, l.stream);
+      if (l.comm_id != 0) {
+        int c = calls_.find(l.comm_id, l.seq, func, l.t_ns);
+        if (c >= 0 && !preset_[c]) {
+          attach(t_, static_cast<std::size_t>(c), k);
+          linked_[c] = true;
+        }
+      } else if (l.group_id != 0) {
+        if (const auto* members = calls_.group(l.group_id)) {
+          for (std::size_t c : *members) {
+            if (preset_[c] || !wants_gpu(t_.calls[c])) continue;
+            if (l.stream != 0 && t_.calls[c].stream != model::fold_stream(l.stream)) continue;
+            attach(t_, c, k);
+            linked_[c] = true;
+          }
+        }
+      } else {
+        orphans_[l.stream].push_back(k);
+      }
+    }
+    for (std::size_t i = 0; i < t_.calls.size(); ++i) stats_.by_correlation += linked_[i];
+  }
 
   // 2. CUDA-event intervals (lite mode).
-  for (const auto& g : t.coll_gpu) {
-    auto func = static_cast<Func>(g.prefix.u8a);
-    auto time = [&](std::size_t c) {
-      if (preset[c] || linked[c]) return;
-      widen(t.calls[c], g.start_ns, g.end_ns);
-      linked[c] = true;
-      ++stats.by_events;
-    };
-    if (func != Func::kGroupEnd && g.comm_id != 0) {
-      int c = calls.find(g.comm_id, g.seq, func, g.start_ns);
-      if (c >= 0) time(static_cast<std::size_t>(c));
-    } else if (const auto* members = calls.group(g.group_id)) {
-      for (std::size_t c : *members) {
-        if (wants_gpu(t.calls[c]) &&
-            (g.stream == 0 || t.calls[c].stream == model::fold_stream(g.stream)))
-          time(c);
+  void time_by_events() {
+    for (const auto& g : t_.coll_gpu) {
+      auto func = static_cast<Func>(g.prefix.u8a);
+      auto time = [&](std::size_t c) {
+        if (preset_[c] || linked_[c]) return;
+        widen(t_.calls[c], g.start_ns, g.end_ns);
+        linked_[c] = true;
+        ++stats_.by_events;
+      };
+      if (func != Func::kGroupEnd && g.comm_id != 0) {
+        int c = calls_.find(g.comm_id, g.seq, func, g.start_ns);
+        if (c >= 0) time(static_cast<std::size_t>(c));
+      } else if (const auto* members = calls_.group(g.group_id)) {
+        for (std::size_t c : *members) {
+          if (wants_gpu(t_.calls[c]) &&
+              (g.stream == 0 || t_.calls[c].stream == model::fold_stream(g.stream)))
+            time(c);
+        }
       }
     }
   }
 
   // 3. Order on the stream: orphan launches plus NCCL kernels nobody linked, on a stream we
   // can name, paired in order with the calls on that stream still without GPU time.
-  for (std::size_t k = 0; k < t.kernels.size(); ++k) {
-    if (kernel_claimed[k] || !t.kernels[k].nccl) continue;
-    auto s = stream_of_cupti_id.find(t.kernels[k].stream);
-    if (s != stream_of_cupti_id.end()) orphans[s->second].push_back(k);
-  }
-  for (auto& [stream, kernels] : orphans) {
-    std::sort(kernels.begin(), kernels.end(), [&](std::size_t a, std::size_t b) {
-      return t.kernels[a].start_ns < t.kernels[b].start_ns;
-    });
-    kernels.erase(std::unique(kernels.begin(), kernels.end()), kernels.end());
-    std::vector<std::size_t> waiting;
-    for (std::size_t c = 0; c < t.calls.size(); ++c) {
-      const CallEvent& call = t.calls[c];
-      if (preset[c] || linked[c] || !wants_gpu(call) || call.stream != model::fold_stream(stream))
-        continue;
-      if (call.flags & (format::kCallNoKernel | format::kCallGraphCaptured)) continue;
-      waiting.push_back(c);
+  void pair_by_stream_order() {
+    for (std::size_t k = 0; k < t_.kernels.size(); ++k) {
+      if (kernel_claimed_[k] || !t_.kernels[k].nccl) continue;
+      auto s = stream_of_cupti_id_.find(t_.kernels[k].stream);
+      if (s != stream_of_cupti_id_.end()) orphans_[s->second].push_back(k);
     }
-    std::sort(waiting.begin(), waiting.end(), [&](std::size_t a, std::size_t b) {
-      return t.calls[a].enter_ns < t.calls[b].enter_ns;
-    });
-    std::size_t next = 0;
-    for (std::size_t c : waiting) {
-      while (next < kernels.size() && t.kernels[kernels[next]].start_ns < t.calls[c].enter_ns)
-        ++next;
-      if (next == kernels.size()) break;
-      attach(t, c, kernels[next++]);
-      linked[c] = true;
-      ++stats.by_order;
+    for (auto& [stream, kernels] : orphans_) {
+      std::sort(kernels.begin(), kernels.end(), [&](std::size_t a, std::size_t b) {
+        return t_.kernels[a].start_ns < t_.kernels[b].start_ns;
+      });
+      kernels.erase(std::unique(kernels.begin(), kernels.end()), kernels.end());
+      std::vector<std::size_t> waiting;
+      for (std::size_t c = 0; c < t_.calls.size(); ++c) {
+        const CallEvent& call = t_.calls[c];
+        if (preset_[c] || linked_[c] || !wants_gpu(call) ||
+            call.stream != model::fold_stream(stream))
+          continue;
+        if (call.flags & (format::kCallNoKernel | format::kCallGraphCaptured)) continue;
+        waiting.push_back(c);
+      }
+      std::sort(waiting.begin(), waiting.end(), [&](std::size_t a, std::size_t b) {
+        return t_.calls[a].enter_ns < t_.calls[b].enter_ns;
+      });
+      std::size_t next = 0;
+      for (std::size_t c : waiting) {
+        while (next < kernels.size() && t_.kernels[kernels[next]].start_ns < t_.calls[c].enter_ns)
+          ++next;
+        if (next == kernels.size()) break;
+        attach(t_, c, kernels[next++]);
+        linked_[c] = true;
+        ++stats_.by_order;
+      }
     }
   }
 
-  for (std::size_t c = 0; c < t.calls.size(); ++c) {
-    if (wants_gpu(t.calls[c]) && !t.calls[c].has_gpu()) ++stats.calls_without_gpu;
+  void count_unlinked() {
+    for (std::size_t c = 0; c < t_.calls.size(); ++c) {
+      if (wants_gpu(t_.calls[c]) && !t_.calls[c].has_gpu()) ++stats_.calls_without_gpu;
+    }
+    for (const auto& k : t_.kernels) {
+      if (k.nccl && k.call < 0) ++stats_.nccl_kernels_without_call;
+    }
   }
-  for (const auto& k : t.kernels) {
-    if (k.nccl && k.call < 0) ++stats.nccl_kernels_without_call;
-  }
-  return stats;
+
+  RankTrace& t_;
+  CallIndex calls_;
+  std::vector<bool> preset_;  // GPU time from the trace itself
+  std::vector<bool> linked_;  // GPU time from this linker
+  std::unordered_map<uint32_t, std::size_t> by_correlation_;
+  // CUPTI stream id <-> cudaStream_t, learned from any link whose kernel is known.
+  std::unordered_map<uint32_t, uint64_t> stream_of_cupti_id_;
+  std::vector<bool> kernel_claimed_;
+  std::map<uint64_t, std::vector<std::size_t>> orphans_;  // by cudaStream_t, launched outside calls
+  LinkStats stats_;
+};
+
+}  // namespace
+
+LinkStats link_calls_to_gpu(RankTrace& t) {
+  return GpuLinker(t).run();
 }
 
 }  // namespace ncclwatch::timeline
