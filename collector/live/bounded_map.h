@@ -35,6 +35,15 @@ class BoundedMap {
     // capacity, at an amortized O(1) per erase.
     if (order_.size() > 2 * map_.size() + 1024) compact();
   }
+  // The oldest live entry (first inserted, not erased since), or nullptr when empty.
+  Value* oldest() {
+    while (!order_.empty()) {
+      auto it = map_.find(order_.front());
+      if (it != map_.end()) return &it->second;
+      order_.pop_front();
+    }
+    return nullptr;
+  }
   std::size_t size() const { return map_.size(); }
   uint64_t evicted() const { return evicted_; }
 

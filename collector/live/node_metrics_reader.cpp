@@ -179,6 +179,10 @@ NodeSnapshot NodeMetricsReader::poll() {
       m.oldest_call_in_flight_s =
           std::max(m.oldest_call_in_flight_s, (out.now_ns - slot.entry.t_enter_ns) * 1e-9);
     }
+    m.has_kernel_timeline = r.consumer.has_gpu_timeline();
+    const int64_t launch = m.live ? r.consumer.oldest_pending_launch_ns() : 0;
+    m.oldest_nccl_kernel_pending_s =
+        launch > 0 ? std::max<double>(0, (out.now_ns - launch) * 1e-9) : 0;
     m.seconds_since_last_collective =
         m.last_collective_end_ns > 0
             ? std::max<double>(0, (out.now_ns - m.last_collective_end_ns) * 1e-9)

@@ -57,6 +57,9 @@ struct RankMetrics {
   double seconds_since_last_collective = -1;
   uint32_t calls_in_flight = 0;
   double oldest_call_in_flight_s = 0;
+  // Full mode: age of the oldest NCCL kernel launched and not reported complete (0: none).
+  bool has_kernel_timeline = false;
+  double oldest_nccl_kernel_pending_s = 0;
 
   // Records lost on the way: ring full (shim), CUPTI's own drops, threads without an in-flight
   // slot (shim), records this reader refused as invalid.

@@ -37,9 +37,10 @@ void RankRecordConsumer::add(const format::Record& r) {
     case RecordKind::kKernelLink: {
       const auto& l = r.link;
       if (l.comm_id == 0 && l.group_id == 0) break;  // a launch outside any call
+      if (l.correlation == 0) break;  // captured into a CUDA graph: no kernel of its own
       const uint64_t seq =
           l.comm_id != 0 ? seqs_.unwrap(l.comm_id, Lane::kCollective, -1, l.seq) : 0;
-      links_.put(l.correlation, {l.comm_id, seq, l.group_id, l.stream});
+      links_.put(l.correlation, {l.comm_id, seq, l.group_id, l.stream, l.t_ns});
       break;
     }
     case RecordKind::kCollGpu: {
@@ -100,11 +101,11 @@ void RankRecordConsumer::on_kernel(const format::KernelRecord& k) {
            nccl ? GpuTimeTracker::Kind::kComm
                 : (activity == format::ActivityKind::kKernel ? GpuTimeTracker::Kind::kCompute
                                                              : GpuTimeTracker::Kind::kOther));
-  if (!nccl) return;
   const Link* link = links_.find(k.correlation);
   if (link == nullptr) return;  // launched outside a call (non-blocking comms): not timed here
   const Link l = *link;
-  links_.erase(k.correlation);
+  links_.erase(k.correlation);  // whatever it was (a memset inside NCCL too), it is not pending
+  if (!nccl) return;
   if (l.comm != 0) {
     const CallKey key{l.comm, l.seq};
     if (const CallInfo* call = calls_.find(key)) {

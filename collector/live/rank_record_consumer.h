@@ -42,6 +42,13 @@ class RankRecordConsumer {
   // Comms this rank joined since the last call (for the node matcher's member counts).
   std::vector<uint64_t> take_new_comms() { return std::exchange(new_comms_, {}); }
   bool has_gpu_timeline() const { return has_kernels_; }
+  // Host time of the oldest NCCL launch whose kernel CUPTI has not reported yet (0: none): with
+  // real NCCL the host returns from a collective at once, so a collective stuck on the GPU shows
+  // here, not among the calls in flight. Normally about a CUPTI flush period old.
+  int64_t oldest_pending_launch_ns() {
+    const Link* l = links_.oldest();
+    return l != nullptr ? l->t_ns : 0;
+  }
   uint64_t unlinked() const { return links_.evicted() + calls_.evicted() + early_gpu_.evicted(); }
 
  private:
@@ -53,6 +60,7 @@ class RankRecordConsumer {
     uint64_t comm, seq;
     uint32_t group_id;
     uint64_t stream;
+    int64_t t_ns;  // host time of the launch
   };
   struct GroupCall {
     uint64_t comm, seq, stream;

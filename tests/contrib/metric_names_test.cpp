@@ -38,6 +38,7 @@ std::set<std::string> exported_names() {
   m.calls[0] = 1;
   m.gpu_time[0][0].count = 1;
   m.gpu_busy_s = 1;
+  m.has_kernel_timeline = true;
   m.steps = 1;
   m.seconds_since_last_collective = 1;
   snap.ranks.push_back(m);

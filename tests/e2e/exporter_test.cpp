@@ -43,6 +43,8 @@ TEST_F(Exporter, SlowRankHasTheHighestLatenessWhileTheJobRuns) {
     EXPECT_GT(rank_value(s, "ncclwatch_gpu_compute_seconds_total", r), 0);
     EXPECT_GE(rank_value(s, "ncclwatch_steps_total", r), 1);
     EXPECT_EQ(rank_value(s, "ncclwatch_dropped_records_total", r, {{"source", "ring"}}), 0);
+    // A running job does not look like a hang: kernels are reported within CUPTI's flush period.
+    EXPECT_LT(rank_value(s, "ncclwatch_oldest_nccl_kernel_pending_seconds", r), 30);
   }
   // The slow GPU computes longer.
   EXPECT_GT(rank_value(s, "ncclwatch_gpu_compute_seconds_total", 2) /
@@ -69,6 +71,25 @@ TEST_F(Exporter, HangRaisesTheInFlightAgeAndTheTimeSinceTheLastCollective) {
   for (int r : {0, 1, 3}) EXPECT_EQ(rank_value(s, "ncclwatch_calls_in_flight", r), 1) << r;
   for (int r = 0; r < 4; ++r)
     EXPECT_EQ(rank_value(s, "ncclwatch_shim_mode", r, {{"mode", "host"}}), 1) << r;
+}
+
+TEST_F(Exporter, StalledRankLeavesThePeersNcclKernelsPending) {
+  // Rank 2 sleeps 10 minutes before step 3 (full mode): ranks 0, 1, 3 launched their NCCL kernels
+  // of step 3, which cannot finish.
+  start_job(FAKE_TRAIN, {"--steps", "6", "--stall-step", "2:3:600000"});
+  const int port = start_exporter();
+  ASSERT_GT(port, 0) << slurp(root_ / "exporter.log");
+  std::vector<Sample> s;
+  const bool pending = poll([&] {
+    s = scrape(port);
+    for (int r : {0, 1, 3})
+      if (!(rank_value(s, "ncclwatch_oldest_nccl_kernel_pending_seconds", r) >= 3)) return false;
+    return rank_value(s, "ncclwatch_oldest_nccl_kernel_pending_seconds", 2) == 0;
+  });
+  ASSERT_TRUE(pending) << slurp(root_ / "job.log") << slurp(root_ / "exporter.log");
+  for (int r : {0, 1, 3})
+    EXPECT_GE(rank_value(s, "ncclwatch_oldest_call_in_flight_seconds", r), 3) << r;
+  EXPECT_EQ(rank_value(s, "ncclwatch_calls_in_flight", 2), 0);
 }
 
 }  // namespace

@@ -112,6 +112,7 @@ std::size_t series_at(int ranks, const std::vector<std::pair<live::MetricOp, int
     m.rank = r;
     m.local_rank = r % 8;
     m.gpu_busy_s = 1;
+    m.has_kernel_timeline = true;
     m.steps = 1;
     m.seconds_since_last_collective = 1;
     for (const auto& [op, size] : op_sizes) {

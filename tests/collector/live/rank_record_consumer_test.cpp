@@ -40,6 +40,19 @@ TEST(RankRecordConsumer, TiesKernelsToCallsInEitherOrderAndFillsTheHistograms) {
   EXPECT_EQ(c.take_new_comms(), std::vector<uint64_t>{5});
 }
 
+TEST(RankRecordConsumer, OldestPendingLaunchIsTheNcclKernelNotReportedYet) {
+  RankRecordConsumer c(0);
+  EXPECT_EQ(c.oldest_pending_launch_ns(), 0);
+  c.add(link_record(1, 5, 0, 1 * kMs));
+  c.add(link_record(2, 5, 1, 2 * kMs));
+  c.add(link_record(0, 5, 2, 3 * kMs));  // graph-captured: no kernel will ever come
+  EXPECT_EQ(c.oldest_pending_launch_ns(), 1 * kMs);
+  c.add(kernel_record(1 * kMs, 4 * kMs, true, 1));
+  EXPECT_EQ(c.oldest_pending_launch_ns(), 2 * kMs);
+  c.add(kernel_record(2 * kMs, 5 * kMs, true, 2));
+  EXPECT_EQ(c.oldest_pending_launch_ns(), 0);
+}
+
 TEST(RankRecordConsumer, GroupLaunchTimesEveryCallOfTheGroupOnThatStream) {
   RankRecordConsumer c(0);
   c.add(call_record(Func::kAllGather, 5, 0, 256, 1 * kMs, 1 * kMs + 10, /*group_id=*/3));
