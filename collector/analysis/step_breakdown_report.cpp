@@ -72,6 +72,46 @@ JobBreakdown JobBreakdown::of(const std::vector<RankBreakdown>& ranks) {
   return j;
 }
 
+std::size_t StepBreakdownReport::per_step_limit(std::size_t ranks) {
+  return std::clamp(kPerStepBudget / std::max<std::size_t>(1, ranks), kMinPerStepEntries,
+                    kMaxPerStepEntries);
+}
+
+nlohmann::json StepBreakdownReport::per_step_json(const RankBreakdown& r, std::size_t limit) {
+  // Entries [first, last) of r.steps merged into one (means per step).
+  auto entry = [&r](std::size_t first, std::size_t last) {
+    StepTimes sum;
+    int64_t longest = 0;
+    for (std::size_t k = first; k < last; ++k) {
+      sum += r.steps[k].times;
+      longest = std::max(longest, r.steps[k].times.step_ns);
+    }
+    nlohmann::json st = times_json(sum, r.basis, last - first);
+    st["step"] = r.steps[first].index + 1;
+    st["last_step"] = r.steps[last - 1].index + 1;
+    st["merged_steps"] = last - first;
+    st["warmup"] = r.steps[first].warmup;
+    if (last - first > 1) st["step_us_max"] = us(longest);
+    return st;
+  };
+  nlohmann::json out = nlohmann::json::array();
+  std::size_t warmup = 0;
+  while (warmup < r.steps.size() && r.steps[warmup].warmup) ++warmup;
+  if (r.steps.size() <= limit) {
+    for (std::size_t k = 0; k < r.steps.size(); ++k) out.push_back(entry(k, k + 1));
+    return out;
+  }
+  // Warm-up steps stay on their own (they are unlike the rest: a merged mean would hide both).
+  for (std::size_t k = 0; k < warmup; ++k) out.push_back(entry(k, k + 1));
+  const std::size_t n = r.steps.size() - warmup;
+  const std::size_t groups = std::min(n, std::max<std::size_t>(1, limit - std::min(limit, warmup)));
+  for (std::size_t g = 0; g < groups; ++g) {
+    const std::size_t first = warmup + g * n / groups, last = warmup + (g + 1) * n / groups;
+    if (last > first) out.push_back(entry(first, last));
+  }
+  return out;
+}
+
 void StepBreakdownReport::write(const std::vector<RankBreakdown>& ranks, model::Report& report) {
   const JobBreakdown job = JobBreakdown::of(ranks);
   std::string body;
@@ -126,6 +166,7 @@ void StepBreakdownReport::write(const std::vector<RankBreakdown>& ranks, model::
   report.sections.push_back({"Step breakdown", body});
 
   nlohmann::json list = nlohmann::json::array();
+  const std::size_t limit = per_step_limit(ranks.size());
   for (const RankBreakdown& r : ranks) {
     nlohmann::json row = times_json(r.steady, r.basis, r.steady_steps);
     row["rank"] = r.rank;
@@ -133,18 +174,12 @@ void StepBreakdownReport::write(const std::vector<RankBreakdown>& ranks, model::
     row["basis"] = to_string(r.basis);
     row["steps"] = r.steady_steps;
     row["steps_found"] = r.steps_found;
-    nlohmann::json steps = nlohmann::json::array();
-    for (const StepBreakdown& s : r.steps) {
-      nlohmann::json st = times_json(s.times, r.basis, 1);
-      st["step"] = s.index + 1;
-      st["warmup"] = s.warmup;
-      steps.push_back(std::move(st));
-    }
-    row["per_step"] = std::move(steps);
+    row["per_step"] = per_step_json(r, limit);
     list.push_back(std::move(row));
   }
   report.json["breakdown"] = std::move(list);
-  nlohmann::json summary = {{"gpu_ranks", job.gpu_ranks}, {"host_ranks", job.host_ranks}};
+  nlohmann::json summary = {
+      {"gpu_ranks", job.gpu_ranks}, {"host_ranks", job.host_ranks}, {"per_step_limit", limit}};
   if (job.gpu_ranks > 0) {
     summary["smi_util_pct"] = job.smi_pct();
     summary["useful_compute_pct"] = job.useful_pct();

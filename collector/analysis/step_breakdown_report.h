@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis/step_breakdown.h"
 #include "model/report.h"
 
@@ -23,9 +25,24 @@ struct JobBreakdown {
   static JobBreakdown of(const std::vector<RankBreakdown>& ranks);
 };
 
+// JSON breakdown[].per_step stays bounded for big jobs (4096 ranks x 10 000 steps would be 41 M
+// entries, gigabytes of JSON): each rank gets at most
+//   clamp(kPerStepBudget / ranks, kMinPerStepEntries, kMaxPerStepEntries)
+// entries. A rank with more steps keeps its warm-up steps as entries of their own and merges its
+// steady steps into that many groups of consecutive steps (equal sizes, +-1): a merged entry
+// carries the per-step means over its steps, step .. last_step, merged_steps and step_us_max (so
+// a checkpoint spike stays visible). Small jobs keep one entry per step.
+inline constexpr std::size_t kPerStepBudget = 65'536;
+inline constexpr std::size_t kMinPerStepEntries = 16;
+inline constexpr std::size_t kMaxPerStepEntries = 1'000;
+
 class StepBreakdownReport {
  public:
   static void write(const std::vector<RankBreakdown>& ranks, model::Report& report);
+  // Most per_step entries a rank gets in a job of `ranks` ranks (the rule above).
+  static std::size_t per_step_limit(std::size_t ranks);
+  // One rank's per_step array, `limit` entries at most.
+  static nlohmann::json per_step_json(const RankBreakdown& rank, std::size_t limit);
 };
 
 }  // namespace ncclwatch::analysis

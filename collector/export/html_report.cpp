@@ -40,6 +40,43 @@ std::string range_label(const char* what, std::size_t first, std::size_t last) {
                        : fmt::format("{}s {}-{}", what, first, last);
 }
 
+// First item of group g (the inverse of group_of).
+std::size_t group_first(std::size_t g, std::size_t n, std::size_t groups) {
+  return n <= groups ? g : (g * n + groups - 1) / groups;
+}
+
+// Steps [first, last] (0-based) of a per_step entry: one step, or several merged
+// (breakdown[].per_step of a big job); older reports without `step` count by position.
+std::pair<std::size_t, std::size_t> entry_steps(const json& e, std::size_t position) {
+  const double first = e.value("step", 0.0), last = e.value("last_step", first);
+  if (first < 1) return {position, position};
+  const auto a = static_cast<std::size_t>(first) - 1;
+  return {a, std::max(a, static_cast<std::size_t>(std::max(first, last)) - 1)};
+}
+
+std::size_t steps_of(const std::vector<const json*>& ranks) {
+  std::size_t steps = 0;
+  for (const json* r : ranks) {
+    const json& ps = (*r)["per_step"];
+    for (std::size_t k = 0; k < ps.size(); ++k) {
+      steps = std::max(steps, entry_steps(ps[k], k).second + 1);
+    }
+  }
+  return steps;
+}
+
+// Calls add(group, weight) for each of `groups` groups over n steps that steps [a, b] cover,
+// weight = how many of those steps fall in it.
+template <typename Add>
+void spread(std::pair<std::size_t, std::size_t> ab, std::size_t n, std::size_t groups, Add add) {
+  const std::size_t a = std::min(ab.first, n - 1), b = std::min(ab.second, n - 1);
+  for (std::size_t g = group_of(a, n, groups); g <= group_of(b, n, groups); ++g) {
+    const std::size_t lo = std::max(a, group_first(g, n, groups));
+    const std::size_t hi = std::min(b + 1, group_first(g + 1, n, groups));
+    if (hi > lo) add(g, static_cast<double>(hi - lo));
+  }
+}
+
 double round1(double v) {
   return static_cast<double>(static_cast<long long>(v * 10.0 + (v >= 0 ? 0.5 : -0.5))) / 10.0;
 }
@@ -49,8 +86,7 @@ const char* kBarParts[] = {"compute_us",   "exposed_wait_us",     "exposed_trans
                            "idle_other_us"};
 
 json heatmap(const std::vector<const json*>& ranks) {
-  std::size_t steps = 0;
-  for (const json* r : ranks) steps = std::max(steps, (*r)["per_step"].size());
+  const std::size_t steps = steps_of(ranks);
   const std::size_t rows = std::min(ranks.size(), kMaxRows), cols = std::min(steps, kMaxCols);
   std::vector<double> sum(rows * cols, 0.0), count(rows * cols, 0.0);
   std::vector<int> row_first(rows, -1), row_last(rows, -1);
@@ -61,9 +97,10 @@ json heatmap(const std::vector<const json*>& ranks) {
     row_last[row] = rank;
     const json& ps = (*ranks[i])["per_step"];
     for (std::size_t k = 0; k < ps.size(); ++k) {
-      const std::size_t c = row * cols + group_of(k, steps, cols);
-      sum[c] += num(ps[k], "smi_util_pct");
-      count[c] += 1;
+      spread(entry_steps(ps[k], k), steps, cols, [&](std::size_t col, double w) {
+        sum[row * cols + col] += w * num(ps[k], "smi_util_pct");
+        count[row * cols + col] += w;
+      });
     }
   }
   json values = json::array(), row_labels = json::array(), col_labels = json::array();
@@ -75,9 +112,8 @@ json heatmap(const std::vector<const json*>& ranks) {
                                      static_cast<std::size_t>(std::max(0, row_last[r]))));
   }
   for (std::size_t c = 0; c < cols; ++c) {
-    const std::size_t first = steps <= cols ? c : (c * steps + cols - 1) / cols;
-    const std::size_t last = steps <= cols ? c : ((c + 1) * steps + cols - 1) / cols - 1;
-    col_labels.push_back(range_label("step", first + 1, last + 1));
+    col_labels.push_back(
+        range_label("step", group_first(c, steps, cols) + 1, group_first(c + 1, steps, cols)));
   }
   return {{"rows", rows},
           {"cols", cols},
@@ -117,26 +153,28 @@ json breakdown_bars(const std::vector<const json*>& ranks) {
 }
 
 json step_series(const std::vector<const json*>& ranks) {
-  std::size_t steps = 0;
-  for (const json* r : ranks) steps = std::max(steps, (*r)["per_step"].size());
+  const std::size_t steps = steps_of(ranks);
   const std::size_t points = std::min(steps, kMaxSteps);
   std::vector<double> step_sum(points, 0), n(points, 0), hidden(points, 0), comm(points, 0);
   for (const json* r : ranks) {
     const json& ps = (*r)["per_step"];
     for (std::size_t k = 0; k < ps.size(); ++k) {
-      const std::size_t p = group_of(k, steps, points);
-      step_sum[p] += num(ps[k], "step_us");
-      n[p] += 1;
-      hidden[p] += num(ps[k], "comm_overlapped_us");
-      comm[p] += num(ps[k], "comm_overlapped_us") + num(ps[k], "exposed_wait_us") +
-                 num(ps[k], "exposed_transfer_us");
+      // Entry values are means per step: weighted by the steps they stand for.
+      const double h = num(ps[k], "comm_overlapped_us");
+      const double c = h + num(ps[k], "exposed_wait_us") + num(ps[k], "exposed_transfer_us");
+      spread(entry_steps(ps[k], k), steps, points, [&](std::size_t p, double w) {
+        step_sum[p] += w * num(ps[k], "step_us");
+        n[p] += w;
+        hidden[p] += w * h;
+        comm[p] += w * c;
+      });
     }
   }
   json step_ms = json::array(), overlap = json::array(), labels = json::array();
   for (std::size_t p = 0; p < points; ++p) {
     step_ms.push_back(n[p] > 0 ? round1(step_sum[p] / n[p] / 100.0) / 10.0 : 0.0);
     overlap.push_back(comm[p] > 0 ? round1(100.0 * hidden[p] / comm[p]) : 0.0);
-    labels.push_back(steps <= points ? p + 1 : p * steps / points + 1);
+    labels.push_back(group_first(p, steps, points) + 1);
   }
   return {{"step", labels}, {"step_ms", step_ms}, {"overlap_pct", overlap}};
 }

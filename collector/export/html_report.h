@@ -8,7 +8,9 @@
 // big jobs are aggregated before they reach the page — at most kMaxRows rank rows x kMaxCols
 // step columns in the heatmap (each cell the mean of the ranks and steps it covers), kMaxBars
 // rank groups in the bar charts, kMaxSteps points per line — so 4096 ranks x 10 000 steps stay a
-// page of a few hundred KB.
+// page of a few hundred KB. per_step entries that stand for several merged steps (big jobs, see
+// step_breakdown_report.h) are placed by their step numbers and weighted by how many steps of a
+// cell they cover.
 #pragma once
 
 #include <cstddef>

@@ -6,6 +6,7 @@
 #include "analysis/arrivals.h"
 #include "analysis/rank_activity.h"
 #include "analysis/step_breakdown.h"
+#include "analysis/step_breakdown_report.h"
 #include "analysis/step_plan.h"
 #include "ddp_sim.h"
 
@@ -144,6 +145,68 @@ TEST(StepBreakdown, ReportSectionAndJson) {
   bool found = false;
   for (const auto& sec : r.sections) found = found || sec.title == "Step breakdown";
   EXPECT_TRUE(found);
+}
+
+// One GPU-timed rank with `steps` steps (step 1 warm-up) of 1 ms, step k's compute k µs, and a
+// 5 ms checkpoint in step `spike`.
+RankBreakdown long_rank(std::size_t steps, std::size_t spike) {
+  RankBreakdown r;
+  r.basis = BreakdownBasis::kGpu;
+  for (std::size_t k = 0; k < steps; ++k) {
+    StepBreakdown s;
+    s.index = k;
+    s.warmup = k == 0;
+    s.times.step_ns = k + 1 == spike ? 5'000'000 : 1'000'000;
+    s.times.compute_ns = static_cast<int64_t>(k + 1) * 1000;
+    r.steps.push_back(s);
+  }
+  return r;
+}
+
+TEST(StepBreakdownReport, PerStepIsBoundedForBigJobs) {
+  // The rule: 65 536 entries over the job, 16..1000 per rank.
+  EXPECT_EQ(StepBreakdownReport::per_step_limit(8), 1000u);
+  EXPECT_EQ(StepBreakdownReport::per_step_limit(256), 256u);
+  EXPECT_EQ(StepBreakdownReport::per_step_limit(4096), 16u);
+  EXPECT_EQ(StepBreakdownReport::per_step_limit(100'000), 16u);
+  // 4096 ranks x 10 000 steps: 16 entries per rank, 65 536 in all.
+  const RankBreakdown r = long_rank(10'000, 5000);
+  const nlohmann::json ps = StepBreakdownReport::per_step_json(r, 16);
+  ASSERT_EQ(ps.size(), 16u);
+  // The warm-up step on its own, then 15 groups of 666-667 steady steps covering 2..10 000.
+  EXPECT_EQ(ps[0]["step"], 1);
+  EXPECT_EQ(ps[0]["last_step"], 1);
+  EXPECT_TRUE(ps[0]["warmup"].get<bool>());
+  std::size_t next = 2, covered = 0;
+  double compute_us = 0;
+  for (std::size_t e = 1; e < ps.size(); ++e) {
+    EXPECT_EQ(ps[e]["step"], next);
+    const std::size_t n = ps[e]["merged_steps"];
+    EXPECT_TRUE(n == 666 || n == 667) << n;
+    EXPECT_EQ(ps[e]["last_step"], next + n - 1);
+    next += n;
+    covered += n;
+    compute_us += ps[e]["compute_us"].get<double>() * static_cast<double>(n);
+  }
+  EXPECT_EQ(covered, 9999u);
+  // Means per step: the sum over the steady steps survives (2 + ... + 10 000 µs).
+  EXPECT_NEAR(compute_us, 10'000.0 * 10'001 / 2 - 1, 1e-3);
+  // The checkpoint step's 5 ms is kept as the group's longest step.
+  std::size_t with_spike = 0;
+  for (const auto& e : ps) with_spike += e.value("step_us_max", 0.0) == 5000.0;
+  EXPECT_EQ(with_spike, 1u);
+}
+
+TEST(StepBreakdownReport, SmallJobsKeepEveryStep) {
+  const RankBreakdown r = long_rank(12, 0);
+  const nlohmann::json ps = StepBreakdownReport::per_step_json(r, 1000);
+  ASSERT_EQ(ps.size(), 12u);
+  for (std::size_t k = 0; k < ps.size(); ++k) {
+    EXPECT_EQ(ps[k]["step"], k + 1);
+    EXPECT_EQ(ps[k]["last_step"], k + 1);
+    EXPECT_EQ(ps[k]["merged_steps"], 1);
+    EXPECT_FALSE(ps[k].contains("step_us_max"));
+  }
 }
 
 }  // namespace

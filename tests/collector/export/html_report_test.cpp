@@ -66,6 +66,45 @@ TEST(HtmlReport, BigJobIsAggregated) {
   EXPECT_LT(HtmlReport::render(r).size(), 600'000u);
 }
 
+TEST(HtmlReport, JobOf4096RanksAnd10000StepsStaysAPageOfBoundedSize) {
+  // What breakdown[] holds for 4096 ranks x 10 000 steps (StepBreakdownReport's rule: 16
+  // per_step entries per rank, the warm-up step then 15 merged groups); rank r's utilization is
+  // r % 100, and the last group of every rank drops to 10 % (a slow end of the run).
+  model::Report r;
+  json list = json::array();
+  for (std::size_t i = 0; i < 4096; ++i) {
+    json per_step = json::array();
+    per_step.push_back({{"step", 1}, {"last_step", 1}, {"smi_util_pct", 50.0}, {"step_us", 900.0}});
+    for (std::size_t g = 0; g < 15; ++g) {
+      const std::size_t first = 2 + g * 9999 / 15, last = 1 + (g + 1) * 9999 / 15;
+      per_step.push_back({{"step", first},
+                          {"last_step", last},
+                          {"merged_steps", last - first + 1},
+                          {"smi_util_pct", g == 14 ? 10.0 : static_cast<double>(i % 100)},
+                          {"step_us", 1000.0},
+                          {"comm_overlapped_us", 30.0},
+                          {"exposed_transfer_us", 70.0}});
+    }
+    list.push_back({{"rank", i}, {"basis", "gpu"}, {"compute_us", 800.0}, {"per_step", per_step}});
+  }
+  r.json["breakdown"] = list;
+  const json d = HtmlReport::page_data(r);
+  EXPECT_EQ(d["heatmap"]["rows"], kMaxRows);
+  EXPECT_EQ(d["heatmap"]["cols"], kMaxCols);
+  EXPECT_EQ(d["heatmap"]["col_labels"][0], "steps 1-25");
+  EXPECT_EQ(d["heatmap"]["col_labels"][kMaxCols - 1], "steps 9976-10000");
+  // Every cell has data; row 0 (ranks 0-31) in a middle column: mean utilization 15.5; the last
+  // column lies in the slow last group: 10.
+  for (const json& v : d["heatmap"]["values"]) ASSERT_GE(v.get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(d["heatmap"]["values"][200].get<double>(), 15.5);
+  EXPECT_DOUBLE_EQ(d["heatmap"]["values"][kMaxCols - 1].get<double>(), 10.0);
+  ASSERT_EQ(d["steps"]["step_ms"].size(), kMaxSteps);
+  EXPECT_DOUBLE_EQ(d["steps"]["step_ms"][500].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(d["steps"]["overlap_pct"][500].get<double>(), 30.0);
+  EXPECT_EQ(d["breakdown"]["bars"].size(), kMaxBars);
+  EXPECT_LT(HtmlReport::render(r).size(), 600'000u);
+}
+
 TEST(HtmlReport, DataCannotCloseTheScript) {
   model::Report r = synthetic(1, 1);
   r.findings.push_back({model::Severity::kInfo, "x", "</script><script>alert(1)</script>\xff"});
