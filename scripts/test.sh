@@ -19,6 +19,15 @@ if [ ! -x build/hta-venv/bin/python ] || ! build/hta-venv/bin/python -c "import 
       "HolisticTraceAnalysis==${NCCLWATCH_HTA_VERSION:-0.5.0}") ||
     echo "   HolisticTraceAnalysis not installed: the hta check will be skipped"
 fi
+# TensorBoard's PyTorch profiler plugin for the `tensorboard` check (it loads the --trace
+# export): a venv in build/tb-venv, same rules.
+if [ ! -x build/tb-venv/bin/python ] || ! build/tb-venv/bin/python -c "import torch_tb_profiler" 2>/dev/null; then
+  echo "== installing torch-tb-profiler into build/tb-venv (for the tensorboard check; bounded to 10 min)"
+  (python3 -m venv build/tb-venv &&
+    timeout 600 build/tb-venv/bin/pip install -q --disable-pip-version-check \
+      "torch-tb-profiler==${NCCLWATCH_TB_PROFILER_VERSION:-0.4.3}") ||
+    echo "   torch-tb-profiler not installed: the tensorboard check will be skipped"
+fi
 (cd build && ctest --output-on-failure -j "$jobs" -LE bench)
 
 if [ "$quick" = 1 ]; then exit 0; fi

@@ -159,18 +159,30 @@ void write_rank(Emitter& e, const model::RankTrace& r, std::size_t index, int64_
   for (std::size_t s = 0; s < plan.steps.size(); ++s) {
     const analysis::Interval& st = plan.steps[s];
     if (!w.overlaps(st.begin, st.end)) continue;
+    // Steps are contiguous; each ends 1 ns early so that a reader adding ts + dur (µs with 3
+    // decimals, as doubles) never lands past the next step's ts: TensorBoard's profiler plugin
+    // and Perfetto reject or misplace slices that intersect on one track.
     e.raw(fmt::format(
         R"({{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"step":{},"warmup":{}}}}})",
-        s + 1, pid, kStepsTid, e.ts(st.begin + off), Emitter::dur(st.length()), s + 1,
+        s + 1, pid, kStepsTid, e.ts(st.begin + off), Emitter::dur(st.length() - 1), s + 1,
         s < plan.warmup ? "true" : "false"));
     ++stats.steps;
   }
-  for (const model::CallEvent& c : r.calls) {
+  // "External id" links an NCCL call to its kernel, as Kineto links an op to what it launched:
+  // TensorBoard's profiler plugin counts a kernel as communication when its External id is an
+  // NCCL op's (compute kernels carry none). Ids are the call's index + 1 (0 is Kineto's "none").
+  std::vector<int64_t> external_of_kernel(r.kernels.size(), 0);
+  for (std::size_t i = 0; i < r.calls.size(); ++i) {
+    const model::CallEvent& c = r.calls[i];
+    if (c.kernel >= 0 && static_cast<std::size_t>(c.kernel) < r.kernels.size() &&
+        external_of_kernel[static_cast<std::size_t>(c.kernel)] == 0) {
+      external_of_kernel[static_cast<std::size_t>(c.kernel)] = static_cast<int64_t>(i) + 1;
+    }
     if (!w.overlaps(c.enter_ns, c.exit_ns)) continue;
     e.raw(fmt::format(
-        R"({{"ph":"X","cat":"cpu_op","name":"nccl:{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"comm":"{}","seq":{},"bytes":{},"peer":{}}}}})",
+        R"({{"ph":"X","cat":"cpu_op","name":"nccl:{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"External id":{},"comm":"{}","seq":{},"bytes":{},"peer":{}}}}})",
         model::func_name(c.func), pid, kHostTid, e.ts(c.enter_ns + off),
-        Emitter::dur(c.exit_ns - c.enter_ns), model::comm_hex(c.comm_id), c.seq, c.bytes(),
+        Emitter::dur(c.exit_ns - c.enter_ns), i + 1, model::comm_hex(c.comm_id), c.seq, c.bytes(),
         c.peer));
     ++stats.calls;
   }
@@ -182,7 +194,8 @@ void write_rank(Emitter& e, const model::RankTrace& r, std::size_t index, int64_
         l.correlation));
   }
   std::vector<uint32_t> streams;
-  for (const model::KernelEvent& k : r.kernels) {
+  for (std::size_t ki = 0; ki < r.kernels.size(); ++ki) {
+    const model::KernelEvent& k = r.kernels[ki];
     if (k.end_ns < k.start_ns || !w.overlaps(k.start_ns, k.end_ns)) continue;
     if (std::find(streams.begin(), streams.end(), k.stream) == streams.end()) {
       streams.push_back(k.stream);
@@ -203,11 +216,14 @@ void write_rank(Emitter& e, const model::RankTrace& r, std::size_t index, int64_
     } else if (name.empty()) {
       name = "kernel";
     }
+    const std::string external = external_of_kernel[ki] > 0
+                                     ? fmt::format(R"("External id":{},)", external_of_kernel[ki])
+                                     : std::string();
     e.raw(fmt::format(
-        R"({{"ph":"X","cat":"{}","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{"stream":{},"correlation":{},"device":{}}}}})",
+        R"({{"ph":"X","cat":"{}","name":{},"pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}"stream":{},"correlation":{},"device":{}}}}})",
         cat, json_string(name), pid, kStreamTidBase + static_cast<int64_t>(k.stream),
-        e.ts(k.start_ns + off), Emitter::dur(k.end_ns - k.start_ns), k.stream, k.correlation,
-        k.device));
+        e.ts(k.start_ns + off), Emitter::dur(k.end_ns - k.start_ns), external, k.stream,
+        k.correlation, k.device));
     ++stats.kernels;
   }
 }

@@ -2,10 +2,12 @@
 // ui.perfetto.dev, chrome://tracing, TensorBoard's trace viewer and HolisticTraceAnalysis.
 //
 // One process per rank (pid = global rank, named "rank R (host)"), with
-//   - the host thread (tid 0): NCCL calls, cat "cpu_op", name "nccl:<op>", args comm, seq, bytes;
+//   - the host thread (tid 0): NCCL calls, cat "cpu_op", name "nccl:<op>", args comm, seq, bytes
+//     and "External id" (shared with the call's kernel, as Kineto links an op to its kernels);
 //     and for each kernel with a correlation id its launch, cat "cuda_runtime"
 //     ("cudaLaunchKernel"), which HTA needs to keep the kernel;
-//   - a steps track (tid 1): "ProfilerStep#N" ranges, cat "user_annotation";
+//   - a steps track (tid 1): "ProfilerStep#N" ranges, cat "user_annotation" (each 1 ns short of
+//     the next: slices on one track must not intersect, even after a reader's float rounding);
 //   - one track per stream (tid = stream id): kernels cat "kernel", memcpy "gpu_memcpy", memset
 //     "gpu_memset", args stream, correlation, device; NCCL kernels carry a name HTA and Kineto
 //     readers recognise (^nccl.*Kernel);

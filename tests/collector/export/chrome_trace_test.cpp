@@ -2,10 +2,12 @@
 // kernels on stream tracks with HTA's categories and args, NCCL calls on the host thread,
 // ProfilerStep ranges, one flow chain per matched collective, times aligned across ranks, and
 // --steps keeps only the window asked for.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -93,6 +95,112 @@ TEST(ChromeTrace, StructureOfASimulatedJob) {
   for (const auto& [id, chain] : flows) {
     EXPECT_EQ(chain, (std::vector<std::string>{"s", "t", "t", "f"})) << id;
   }
+}
+
+// What Perfetto's JSON importer needs (perfetto.dev/docs: FAQ "overlapping events in JSON
+// traces", getting-started/other-formats; the Trace Event Format it follows): every event an
+// object with ph; pid and tid integers; ts a number except on metadata; X with dur >= 0; on one
+// (pid, tid) track X slices nest perfectly — partial overlaps are not supported — judged as the
+// importer computes them (ts + dur in doubles); metadata only of the kinds it reads; flow events
+// (s/t/f) chained by id, each inside an X slice of its own track (v1 flows bind to the enclosing
+// slice). Returns the violations, empty when there are none.
+std::vector<std::string> perfetto_violations(const json& doc) {
+  std::vector<std::string> bad;
+  if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array()) {
+    return {"no traceEvents array"};
+  }
+  if (doc.value("displayTimeUnit", "ms") != "ms" && doc.value("displayTimeUnit", "ms") != "ns") {
+    bad.push_back("displayTimeUnit must be ms or ns");
+  }
+  const std::set<std::string> metadata = {"process_name", "process_sort_index", "process_labels",
+                                          "thread_name", "thread_sort_index"};
+  std::map<std::pair<long, long>, std::vector<std::pair<double, double>>> tracks;
+  std::vector<const json*> flow_points;
+  std::map<long, std::string> chains;
+  for (const json& ev : doc["traceEvents"]) {
+    if (!ev.is_object() || !ev.contains("ph") || !ev["ph"].is_string()) {
+      bad.push_back("event without ph: " + ev.dump());
+      continue;
+    }
+    const std::string ph = ev["ph"];
+    if (!ev.contains("pid") || !ev["pid"].is_number_integer() || !ev.contains("tid") ||
+        !ev["tid"].is_number_integer()) {
+      bad.push_back("pid/tid not integers: " + ev.dump());
+      continue;
+    }
+    if (ph == "M") {
+      if (!metadata.count(ev.value("name", ""))) bad.push_back("metadata kind: " + ev.dump());
+      continue;
+    }
+    if (!ev.contains("ts") || !ev["ts"].is_number()) {
+      bad.push_back("ts not a number: " + ev.dump());
+      continue;
+    }
+    const std::pair<long, long> track{ev["pid"].get<long>(), ev["tid"].get<long>()};
+    if (ph == "X") {
+      if (!ev.contains("dur") || !ev["dur"].is_number() || ev["dur"].get<double>() < 0) {
+        bad.push_back("X without dur >= 0: " + ev.dump());
+        continue;
+      }
+      const double ts = ev["ts"].get<double>();
+      tracks[track].push_back({ts, ts + ev["dur"].get<double>()});
+    } else if (ph == "s" || ph == "t" || ph == "f") {
+      if (!ev.contains("id")) bad.push_back("flow without id: " + ev.dump());
+      chains[ev.value("id", -1L)] += ph;
+      flow_points.push_back(&ev);
+    } else {
+      bad.push_back("phase Perfetto is not given here: " + ph);
+    }
+  }
+  for (auto& [track, slices] : tracks) {
+    // Sorted by start, longer first: each slice must end within every open slice it starts in.
+    std::sort(slices.begin(), slices.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second > b.second;
+    });
+    std::vector<double> open_ends;
+    for (const auto& [b, e] : slices) {
+      while (!open_ends.empty() && open_ends.back() <= b) open_ends.pop_back();
+      if (!open_ends.empty() && e > open_ends.back()) {
+        bad.push_back(fmt::format("pid {} tid {}: slice [{}, {}] overlaps its parent ending {}",
+                                  track.first, track.second, b, e, open_ends.back()));
+        break;
+      }
+      open_ends.push_back(e);
+    }
+  }
+  for (const auto& [id, chain] : chains) {
+    if (chain.size() < 2 || chain.front() != 's' || chain.back() != 'f' ||
+        chain.find_first_not_of('t', 1) != chain.size() - 1) {
+      bad.push_back(fmt::format("flow {}: chain {}", id, chain));
+    }
+  }
+  for (const json* p : flow_points) {
+    const auto& slices = tracks[{(*p)["pid"].get<long>(), (*p)["tid"].get<long>()}];
+    const double ts = (*p)["ts"].get<double>();
+    const bool inside = std::any_of(slices.begin(), slices.end(), [ts](const auto& s) {
+      return s.first <= ts && ts <= s.second;
+    });
+    if (!inside) bad.push_back("flow point outside any slice of its track: " + p->dump());
+  }
+  return bad;
+}
+
+TEST(ChromeTrace, MeetsPerfettosJsonRequirements) {
+  auto p = analysis::testing::sim_params(4, 2);
+  p.ranks[2].clock_skew_ns = 5'000'000;
+  p.ranks[3].clock_skew_ns = 5'000'000;
+  p.step_ranges = true;  // ProfilerStep ranges: the steps track is contiguous
+  const auto s = analysis::testing::simulate(p);
+  const Exported e = export_job(s);
+  const std::vector<std::string> bad = perfetto_violations(e.doc);
+  EXPECT_TRUE(bad.empty()) << bad.size() << " violations, first: " << bad.front();
+  // The checker can fail: two slices that overlap without nesting on one track.
+  json broken = e.doc;
+  broken["traceEvents"].push_back(
+      {{"ph", "X"}, {"pid", 0}, {"tid", 99}, {"ts", 10.0}, {"dur", 5.0}, {"name", "a"}});
+  broken["traceEvents"].push_back(
+      {{"ph", "X"}, {"pid", 0}, {"tid", 99}, {"ts", 12.0}, {"dur", 5.0}, {"name", "b"}});
+  EXPECT_EQ(perfetto_violations(broken).size(), 1u);
 }
 
 TEST(ChromeTrace, StepWindowKeepsOnlyThoseSteps) {
