@@ -51,7 +51,7 @@ void analyze(const model::JobTrace& job, const model::MatchResult& match,
 
   // Finding order: stragglers, the pattern verdict, overlap (the terminal sorts by severity).
   StragglerReport::write(stragglers, report);
-  PatternReport::write(verdict, cross_node, report);
+  PatternReport::write(verdict, stragglers, cross_node, report);
   OverlapReport::write(overlaps, buckets, stragglers, report);
   StepBreakdownReport::write(breakdowns, report);
 }

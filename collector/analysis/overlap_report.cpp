@@ -95,31 +95,20 @@ std::string OverlapReport::headline(const JobOverlap& j, const StragglerResult& 
       ht(wait), whom, ht(transfer), advice);
 }
 
-void OverlapReport::write(const std::vector<RankOverlap>& overlaps,
-                          const std::vector<BucketRow>& buckets, const StragglerResult& stragglers,
-                          model::Report& report) {
-  const JobOverlap job = JobOverlap::of(overlaps);
-  const RankOverlap* ref = nullptr;  // whose step plan the header describes
+namespace {
+
+// The rank whose step plan the section header and overlap_analysis describe: the first
+// measurable one, else the first.
+const RankOverlap* reference_rank(const std::vector<RankOverlap>& overlaps) {
+  const RankOverlap* ref = nullptr;
   for (const RankOverlap& o : overlaps) {
     if (!ref || (o.measurable && !ref->measurable)) ref = &o;
   }
-  if (job.ranks > 0) {
-    const double share =
-        job.step_ns() > 0 ? job.per_step(job.totals.exposed_ns) / job.step_ns() : 0;
-    report.findings.push_back(
-        {share < kNotBottleneckShare ? model::Severity::kInfo : model::Severity::kWarning,
-         "overlap", headline(job, stragglers)});
-  } else if (!overlaps.empty()) {
-    const bool lite = std::any_of(overlaps.begin(), overlaps.end(), [](const RankOverlap& o) {
-      return o.source == CommSource::kCallEvents;
-    });
-    report.findings.push_back(
-        {model::Severity::kInfo, "overlap",
-         lite ? "overlap not measurable: only collective GPU times were recorded (lite mode), no "
-                "compute kernels"
-              : "overlap not measurable: host-only records (no GPU timing)"});
-  }
+  return ref;
+}
 
+// The steps line, the definitions and one row per rank (kMaxRankRows at most).
+std::string rank_table(const std::vector<RankOverlap>& overlaps, const RankOverlap* ref) {
   std::string body;
   if (ref) {
     const StepPlan& p = ref->plan;
@@ -158,6 +147,12 @@ void OverlapReport::write(const std::vector<RankOverlap>& overlaps,
   if (overlaps.size() > kMaxRankRows)
     body += fmt::format("... {} more ranks\n", overlaps.size() - kMaxRankRows);
 
+  return body;
+}
+
+// Step k over every rank's step k (kMaxStepRows at most).
+std::string step_table(const std::vector<RankOverlap>& overlaps) {
+  std::string body;
   // Per step, over ranks (step k of every rank).
   std::size_t nsteps = 0;
   for (const RankOverlap& o : overlaps)
@@ -183,6 +178,11 @@ void OverlapReport::write(const std::vector<RankOverlap>& overlaps,
     }
     if (nsteps > kMaxStepRows) body += fmt::format("{:>28}\n", "...");
   }
+  return body;
+}
+
+std::string bucket_table(const std::vector<BucketRow>& buckets) {
+  std::string body;
   if (!buckets.empty()) {
     body += fmt::format(
         "\nall-reduce buckets repeating each step (over ranks):\n{:>18} {:>3} {:>10} "
@@ -194,8 +194,46 @@ void OverlapReport::write(const std::vector<RankOverlap>& overlaps,
                           ht(b.mean_gpu_ns()), b.overlapped_pct(), ht(b.exposed_ns_per_step()));
     }
   }
-  report.sections.push_back({"Overlap", body});
+  return body;
+}
 
+}  // namespace
+
+void OverlapReport::write(const std::vector<RankOverlap>& overlaps,
+                          const std::vector<BucketRow>& buckets, const StragglerResult& stragglers,
+                          model::Report& report) {
+  const JobOverlap job = JobOverlap::of(overlaps);
+  if (job.ranks > 0) {
+    const double share =
+        job.step_ns() > 0 ? job.per_step(job.totals.exposed_ns) / job.step_ns() : 0;
+    report.findings.push_back(
+        {share < kNotBottleneckShare ? model::Severity::kInfo : model::Severity::kWarning,
+         "overlap", headline(job, stragglers)});
+  } else if (!overlaps.empty()) {
+    const bool lite = std::any_of(overlaps.begin(), overlaps.end(), [](const RankOverlap& o) {
+      return o.source == CommSource::kCallEvents;
+    });
+    report.findings.push_back(
+        {model::Severity::kInfo, "overlap",
+         lite ? "overlap not measurable: only collective GPU times were recorded (lite mode), no "
+                "compute kernels"
+              : "overlap not measurable: host-only records (no GPU timing)"});
+  }
+
+  report.sections.push_back({"Overlap", text(overlaps, buckets)});
+  write_json(overlaps, buckets, report);
+}
+
+std::string OverlapReport::text(const std::vector<RankOverlap>& overlaps,
+                                const std::vector<BucketRow>& buckets) {
+  return rank_table(overlaps, reference_rank(overlaps)) + step_table(overlaps) +
+         bucket_table(buckets);
+}
+
+void OverlapReport::write_json(const std::vector<RankOverlap>& overlaps,
+                               const std::vector<BucketRow>& buckets, model::Report& report) {
+  const JobOverlap job = JobOverlap::of(overlaps);
+  const RankOverlap* ref = reference_rank(overlaps);
   nlohmann::json list = nlohmann::json::array();
   for (const RankOverlap& o : overlaps) {
     const OverlapTotals& t = o.steady;

@@ -28,6 +28,12 @@ class OverlapReport {
   static void write(const std::vector<RankOverlap>& overlaps, const std::vector<BucketRow>& buckets,
                     const StragglerResult& stragglers, model::Report& report);
   static std::string headline(const JobOverlap& job, const StragglerResult& stragglers);
+  // The two halves of write(): the "Overlap" section's text, and JSON overlap[] /
+  // overlap_analysis / buckets[].
+  static std::string text(const std::vector<RankOverlap>& overlaps,
+                          const std::vector<BucketRow>& buckets);
+  static void write_json(const std::vector<RankOverlap>& overlaps,
+                         const std::vector<BucketRow>& buckets, model::Report& report);
 };
 
 }  // namespace ncclwatch::analysis

@@ -7,6 +7,125 @@
 
 namespace ncclwatch::analysis {
 
+namespace {
+
+std::string steps_list(const std::vector<std::size_t>& one_based) {
+  std::string s;
+  for (std::size_t i = 0; i < one_based.size() && i < 8; ++i) {
+    s += (i ? ", " : "") + std::to_string(one_based[i]);
+  }
+  if (one_based.size() > 8) s += ", ...";
+  return s;
+}
+
+// Utilization graded against the 80-90 % well-tuned jobs sustain.
+std::string grade(const PatternVerdict& v) {
+  if (v.gpu_ranks == 0) return "";
+  return fmt::format(
+      " Utilization: nvidia-smi would show {:.0f}%, useful compute {:.0f}% ({} the 80-90% "
+      "well-tuned jobs sustain{}).",
+      v.smi_pct, v.useful_pct,
+      v.useful_pct >= kWellTunedPct ? "within" : (v.useful_pct >= 50 ? "below" : "far below"),
+      v.multi_node ? "; multi-node jobs with heavy cross-node traffic run somewhat lower" : "");
+}
+
+std::string side_note(const PatternVerdict& v, const StragglerResult& stragglers) {
+  if (!v.straggler_is_side_note || stragglers.stragglers.empty()) return "";
+  const Straggler& s = stragglers.stragglers.front();
+  return fmt::format(
+      " Also: rank {} ({}) arrives last at {:.0f}% of {}, {} late when last — small next to the "
+      "{} stall on every rank.",
+      s.rank, s.host, s.arrived_last_pct, stragglers.what, human_time(s.lateness_when_last_ns),
+      human_time(static_cast<double>(v.stall_ns)));
+}
+
+std::string lagging(const PatternVerdict& v, const StragglerResult& stragglers) {
+  if (stragglers.stragglers.empty()) return "one GPU or node lagging the rest";
+  const Straggler& s = stragglers.stragglers.front();
+  std::string who;
+  if (!stragglers.nodes.empty()) {
+    const NodeProblem& n = stragglers.nodes.front();
+    who =
+        fmt::format("node {} ({} ranks) is last at {:.0f}% of {}, {} late", n.host, n.ranks.size(),
+                    n.arrived_last_pct, stragglers.what, human_time(n.mean_lateness_ns));
+  } else {
+    who = fmt::format("rank {} ({}) is last at {:.0f}% of {}, {} late when last", s.rank, s.host,
+                      s.arrived_last_pct, stragglers.what, human_time(s.lateness_when_last_ns));
+  }
+  const std::string spin =
+      v.gpu_ranks == 0
+          ? std::string()
+          : fmt::format(
+                "; the others spin in NCCL waiting {:.0f}% of the step (busy to nvidia-smi)",
+                v.exposed_wait_pct);
+  return fmt::format(
+      "one {} lagging the rest — {} (cause: {}){} — straggler (thermal, PCIe, NCCL): run DCGM "
+      "diagnostics and nccl-tests on that node.{}",
+      stragglers.nodes.empty() ? "GPU" : "node", who, to_string(s.cause), spin, grade(v));
+}
+
+}  // namespace
+
+std::string PatternReport::text(const PatternVerdict& v, const StragglerResult& stragglers) {
+  switch (v.row) {
+    case PatternRow::kLagging:
+      return lagging(v, stragglers);
+    case PatternRow::kNotJudged:
+      return "utilization pattern not judged: no compute-kernel timing (host-only or lite-mode "
+             "records); see the host-side split in 'Step breakdown'";
+    case PatternRow::kCheckpoint:
+      return fmt::format(
+                 "sawtooth aligned with save intervals: steps {} (every {} steps) stall {} at the "
+                 "step boundary on every rank (other steps {}) — synchronous checkpoint writes: "
+                 "compare checkpoint write time with step time; save asynchronously or less "
+                 "often.{}",
+                 steps_list(v.spike_steps), v.period_steps, human_time(v.spike_idle_ns),
+                 human_time(v.other_idle_ns), grade(v)) +
+             side_note(v, stragglers);
+    case PatternRow::kDataloader:
+      return fmt::format(
+                 "sawtooth: GPU idle {:.0f}% of each step at the step boundary on {} — the input "
+                 "pipeline is not keeping up (or a host sync each step); check DataLoader "
+                 "num_workers, pin_memory and storage throughput (iostat).{}",
+                 v.boundary_idle_pct,
+                 v.sawtooth_rank_share >= 1.0
+                     ? std::string("every rank")
+                     : fmt::format("{:.0f}% of ranks", 100 * v.sawtooth_rank_share),
+                 grade(v)) +
+             side_note(v, stragglers);
+    case PatternRow::kCollectiveDrops:
+      return fmt::format(
+          "drops correlated with collectives: {:.0f}% of the step is exposed communication "
+          "({:.0f}% transfer, {:.0f}% waiting for peers) or idle before a collective ({:.0f}%) — "
+          "network fabric contention or communication not hidden behind compute; check NCCL "
+          "debug logs (NCCL_DEBUG=INFO), switch counters, bucket order/size.{}",
+          v.comm_drop_pct, v.exposed_transfer_pct, v.exposed_wait_pct, v.idle_before_comm_pct,
+          grade(v));
+    case PatternRow::kFlatLow:
+      return fmt::format(
+          "flat, steady low utilization: GPU busy {:.0f}% in every step (spread {:.1f} points), "
+          "idle spread between kernels ({:.0f}% of the step), {:.0f} compute kernels per step of "
+          "median {} — batch too small or kernels too short (launch-bound); check the batch "
+          "size, torch.compile / fusion, CUDA graphs.{}",
+          v.smi_pct, v.step_spread_pct, v.idle_other_pct, v.kernels_per_step,
+          human_time(v.kernel_median_us * 1000.0), grade(v));
+    case PatternRow::kNone:
+      return fmt::format(
+          "none of the usual patterns: useful compute {:.0f}%, nvidia-smi view {:.0f}%; per step "
+          "exposed comm {:.0f}%, memcpy/memset {:.0f}%, idle {:.0f}% (at the step boundary "
+          "{:.0f}%, before collectives {:.0f}%, between kernels {:.0f}%), per-step spread {:.1f} "
+          "points — see 'Step breakdown'.{}",
+          v.useful_pct, v.smi_pct, v.exposed_pct, v.memcpy_pct, v.idle_pct, v.boundary_idle_pct,
+          v.idle_before_comm_pct, v.idle_other_pct, v.step_spread_pct, grade(v));
+    case PatternRow::kHealthy:
+      break;
+  }
+  return fmt::format(
+      "no low-utilization pattern: useful compute {:.0f}% of the step, nvidia-smi would show "
+      "{:.0f}% (well-tuned jobs: 80-90%)",
+      v.useful_pct, v.smi_pct);
+}
+
 std::string PatternReport::cross_node_line(const CrossNodeComm& c) {
   return fmt::format(
       "comm {} ({} ranks, {} nodes) carries {:.0f} small {} per step across nodes (median {}, "
@@ -16,9 +135,10 @@ std::string PatternReport::cross_node_line(const CrossNodeComm& c) {
       human_bytes(c.median_bytes), c.overlap_pct, c.interleaved_pct);
 }
 
-void PatternReport::write(const PatternVerdict& v, const std::vector<CrossNodeComm>& comms,
-                          model::Report& report) {
-  if (!v.text.empty()) report.findings.push_back({v.severity, "pattern", v.text});
+void PatternReport::write(const PatternVerdict& v, const StragglerResult& stragglers,
+                          const std::vector<CrossNodeComm>& comms, model::Report& report) {
+  const std::string finding = text(v, stragglers);
+  report.findings.push_back({v.severity, "pattern", finding});
   nlohmann::json tp = nlohmann::json::array();
   for (const CrossNodeComm& c : comms) {
     if (c.tensor_parallel_like) {
@@ -36,8 +156,8 @@ void PatternReport::write(const PatternVerdict& v, const std::vector<CrossNodeCo
                   {"tensor_parallel_like", c.tensor_parallel_like}});
   }
   report.json["cross_node_comms"] = std::move(tp);
-  nlohmann::json p = {{"row", v.row},
-                      {"text", v.text},
+  nlohmann::json p = {{"row", to_string(v.row)},
+                      {"text", finding},
                       {"gpu_ranks", v.gpu_ranks},
                       {"spike_steps", v.spike_steps},
                       {"period_steps", v.period_steps}};

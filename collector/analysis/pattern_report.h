@@ -1,10 +1,13 @@
 // The pattern verdict's finding (source "pattern"), one finding per tensor-parallel-like
-// communicator that spans nodes, and JSON pattern / cross_node_comms[].
+// communicator that spans nodes, and JSON pattern / cross_node_comms[]. All of the verdict's
+// prose is written here, from the figures PatternVerdict carries.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "analysis/cross_node_comm.h"
+#include "analysis/straggler_verdict.h"
 #include "analysis/utilization_pattern.h"
 #include "model/report.h"
 
@@ -12,8 +15,12 @@ namespace ncclwatch::analysis {
 
 class PatternReport {
  public:
-  static void write(const PatternVerdict& verdict, const std::vector<CrossNodeComm>& comms,
-                    model::Report& report);
+  // `stragglers`: the result the verdict was judged with (named in the lagging row and in the
+  // side note of a stall's row).
+  static void write(const PatternVerdict& verdict, const StragglerResult& stragglers,
+                    const std::vector<CrossNodeComm>& comms, model::Report& report);
+  // The finding's text for the verdict's row.
+  static std::string text(const PatternVerdict& verdict, const StragglerResult& stragglers);
   static std::string cross_node_line(const CrossNodeComm& c);
 };
 

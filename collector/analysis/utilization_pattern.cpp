@@ -4,9 +4,6 @@
 #include <cmath>
 #include <map>
 
-#include <fmt/format.h>
-
-#include "analysis/units.h"
 #include "model/median.h"
 
 namespace ncclwatch::analysis {
@@ -28,7 +25,7 @@ std::vector<const RankBreakdown*> gpu_timed(const std::vector<RankBreakdown>& ra
 }
 
 // Share of ranks that drop at the step boundary in most of their steady steps.
-double sawtooth_rank_share(const std::vector<const RankBreakdown*>& ranks) {
+double sawtooth_share(const std::vector<const RankBreakdown*>& ranks) {
   std::size_t yes = 0;
   for (const RankBreakdown* r : ranks) {
     std::size_t drops = 0;
@@ -135,15 +132,6 @@ double step_spread(const std::vector<const RankBreakdown*>& ranks) {
   return ranks.empty() ? 0.0 : sum / static_cast<double>(ranks.size());
 }
 
-std::string steps_list(const std::vector<std::size_t>& one_based) {
-  std::string s;
-  for (std::size_t i = 0; i < one_based.size() && i < 8; ++i) {
-    s += (i ? ", " : "") + std::to_string(one_based[i]);
-  }
-  if (one_based.size() > 8) s += ", ...";
-  return s;
-}
-
 std::size_t host_count(const model::JobTrace& job) {
   std::vector<std::string> hosts;
   for (const model::RankTrace& r : job.ranks) hosts.push_back(r.info.host);
@@ -152,6 +140,28 @@ std::size_t host_count(const model::JobTrace& job) {
 }
 
 }  // namespace
+
+const char* to_string(PatternRow row) {
+  switch (row) {
+    case PatternRow::kHealthy:
+      return "healthy";
+    case PatternRow::kNone:
+      return "none";
+    case PatternRow::kLagging:
+      return "lagging";
+    case PatternRow::kCheckpoint:
+      return "checkpoint";
+    case PatternRow::kDataloader:
+      return "dataloader";
+    case PatternRow::kCollectiveDrops:
+      return "collective-drops";
+    case PatternRow::kFlatLow:
+      return "flat-low";
+    case PatternRow::kNotJudged:
+      break;
+  }
+  return "not-judged";
+}
 
 PatternVerdict PatternVerdict::judge(const model::JobTrace& job,
                                      const std::vector<RankBreakdown>& ranks,
@@ -170,19 +180,17 @@ PatternVerdict PatternVerdict::judge(const model::JobTrace& job,
   v.boundary_idle_pct = 100.0 * share(total.idle_step_boundary_ns, total.step_ns);
   v.comm_drop_pct = 100.0 * share(total.exposed_ns() + total.idle_before_comm_ns, total.step_ns);
   const int64_t step_ns = rank_steps ? total.step_ns / static_cast<int64_t>(rank_steps) : 0;
-  const bool multi_node = host_count(job) >= 2;
 
-  const std::string grade =
-      gpu.empty()
-          ? std::string()
-          : fmt::format(
-                " Utilization: nvidia-smi would show {:.0f}%, useful compute {:.0f}% ({} the "
-                "80-90% well-tuned jobs sustain{}).",
-                v.smi_pct, v.useful_pct,
-                v.useful_pct >= kWellTunedPct ? "within"
-                                              : (v.useful_pct >= 50 ? "below" : "far below"),
-                multi_node ? "; multi-node jobs with heavy cross-node traffic run somewhat lower"
-                           : "");
+  v.multi_node = host_count(job) >= 2;
+  v.exposed_pct = 100.0 * share(total.exposed_ns(), total.step_ns);
+  v.exposed_wait_pct = 100.0 * share(total.exposed_wait_ns, total.step_ns);
+  v.exposed_transfer_pct = 100.0 * share(total.exposed_transfer_ns, total.step_ns);
+  v.memcpy_pct = 100.0 * share(total.memcpy_ns, total.step_ns);
+  v.idle_pct = 100.0 * share(total.idle_ns(), total.step_ns);
+  v.idle_before_comm_pct = 100.0 * share(total.idle_before_comm_ns, total.step_ns);
+  v.idle_other_pct = 100.0 * share(total.idle_other_ns, total.step_ns);
+  v.kernels_per_step = static_cast<double>(total.kernels) /
+                       static_cast<double>(std::max<std::size_t>(1, rank_steps));
 
   // The job-wide stalls (every rank idles at the step boundary, every step or at a save
   // interval) are judged first: when they hold, a straggler whose lateness is small next to the
@@ -197,7 +205,7 @@ PatternVerdict PatternVerdict::judge(const model::JobTrace& job,
     all_spikes = save_spikes(gpu, step_ns);
     spacing = periodic_subset(all_spikes, spikes);
     steady = rank_steps / gpu.size();
-    saw = sawtooth_rank_share(gpu);
+    saw = sawtooth_share(gpu);
     checkpoint = spacing > 1 && 2 * all_spikes.size() <= steady;
     if (checkpoint) {
       int64_t idle = 0, n = 0;
@@ -215,56 +223,27 @@ PatternVerdict PatternVerdict::judge(const model::JobTrace& job,
           total.idle_step_boundary_ns / static_cast<int64_t>(std::max<std::size_t>(1, rank_steps));
     }
   }
-  std::string also;
-  if (!stragglers.stragglers.empty() && stall_ns > 0 &&
-      stragglers.stragglers.front().lateness_when_last_ns <
-          kMinorLateness * static_cast<double>(stall_ns)) {
-    const Straggler& s = stragglers.stragglers.front();
-    also = fmt::format(
-        " Also: rank {} ({}) arrives last at {:.0f}% of {}, {} late when last — small next to "
-        "the {} stall on every rank.",
-        s.rank, s.host, s.arrived_last_pct, stragglers.what, human_time(s.lateness_when_last_ns),
-        human_time(static_cast<double>(stall_ns)));
-  }
+  v.stall_ns = stall_ns;
+  v.sawtooth_rank_share = saw;
+  // The front straggler is the stall's uneven tail: named as a side note of the stall's row.
+  v.straggler_is_side_note = !stragglers.stragglers.empty() && stall_ns > 0 &&
+                             stragglers.stragglers.front().lateness_when_last_ns <
+                                 kMinorLateness * static_cast<double>(stall_ns);
 
   // 1. One GPU or node lagging the rest (the straggler analysis decides who).
-  if (!stragglers.stragglers.empty() && also.empty()) {
-    const Straggler& s = stragglers.stragglers.front();
-    v.row = "lagging";
+  if (!stragglers.stragglers.empty() && !v.straggler_is_side_note) {
+    v.row = PatternRow::kLagging;
     v.severity = model::Severity::kWarning;
-    std::string who;
-    if (!stragglers.nodes.empty()) {
-      const NodeProblem& n = stragglers.nodes.front();
-      who = fmt::format("node {} ({} ranks) is last at {:.0f}% of {}, {} late", n.host,
-                        n.ranks.size(), n.arrived_last_pct, stragglers.what,
-                        human_time(n.mean_lateness_ns));
-    } else {
-      who = fmt::format("rank {} ({}) is last at {:.0f}% of {}, {} late when last", s.rank, s.host,
-                        s.arrived_last_pct, stragglers.what, human_time(s.lateness_when_last_ns));
-    }
-    const std::string spin =
-        gpu.empty() ? std::string()
-                    : fmt::format(
-                          "; the others spin in NCCL waiting {:.0f}% of the step (busy to "
-                          "nvidia-smi)",
-                          100.0 * share(total.exposed_wait_ns, total.step_ns));
-    v.text = fmt::format(
-        "one {} lagging the rest — {} (cause: {}){} — straggler (thermal, PCIe, NCCL): run DCGM "
-        "diagnostics and nccl-tests on that node.{}",
-        stragglers.nodes.empty() ? "GPU" : "node", who, to_string(s.cause), spin, grade);
     return v;
   }
   if (gpu.empty()) {
-    v.row = "not-judged";
-    v.text =
-        "utilization pattern not judged: no compute-kernel timing (host-only or lite-mode "
-        "records); see the host-side split in 'Step breakdown'";
+    v.row = PatternRow::kNotJudged;
     return v;
   }
 
   // 2. Sawtooth aligned with save intervals: a few steps, evenly spaced, stall on every rank.
   if (checkpoint) {
-    v.row = "checkpoint";
+    v.row = PatternRow::kCheckpoint;
     v.severity = model::Severity::kWarning;
     v.period_steps = spacing;
     int64_t spike_idle = 0, other_idle = 0;
@@ -280,91 +259,43 @@ PatternVerdict PatternVerdict::judge(const model::JobTrace& job,
       }
     }
     for (std::size_t s : spikes) v.spike_steps.push_back(s + 1);
-    v.text =
-        fmt::format(
-            "sawtooth aligned with save intervals: steps {} (every {} steps) stall {} at the step "
-            "boundary on every rank (other steps {}) — synchronous checkpoint writes: compare "
-            "checkpoint write time with step time; save asynchronously or less often.{}",
-            steps_list(v.spike_steps), spacing,
-            human_time(static_cast<double>(spike_idle) /
-                       static_cast<double>(std::max<std::size_t>(1, ns))),
-            human_time(static_cast<double>(other_idle) /
-                       static_cast<double>(std::max<std::size_t>(1, no))),
-            grade) +
-        also;
+    v.spike_idle_ns =
+        static_cast<double>(spike_idle) / static_cast<double>(std::max<std::size_t>(1, ns));
+    v.other_idle_ns =
+        static_cast<double>(other_idle) / static_cast<double>(std::max<std::size_t>(1, no));
     return v;
   }
 
   // 3. Sawtooth every step: the host feeds the GPU too slowly.
   if (saw >= kMostRanks) {
-    v.row = "dataloader";
+    v.row = PatternRow::kDataloader;
     v.severity = model::Severity::kWarning;
-    v.text =
-        fmt::format(
-            "sawtooth: GPU idle {:.0f}% of each step at the step boundary on {} — the input "
-            "pipeline is not keeping up (or a host sync each step); check DataLoader num_workers, "
-            "pin_memory and storage throughput (iostat).{}",
-            v.boundary_idle_pct,
-            saw >= 1.0 ? "every rank" : fmt::format("{:.0f}% of ranks", 100 * saw), grade) +
-        also;
     return v;
   }
 
   // 4. Useful work drops with every collective.
   if (v.comm_drop_pct >= 100 * kCollectiveShare) {
-    v.row = "collective-drops";
+    v.row = PatternRow::kCollectiveDrops;
     v.severity = model::Severity::kWarning;
-    v.text = fmt::format(
-        "drops correlated with collectives: {:.0f}% of the step is exposed communication ({:.0f}% "
-        "transfer, {:.0f}% waiting for peers) or idle before a collective ({:.0f}%) — network "
-        "fabric contention or communication not hidden behind compute; check NCCL debug logs "
-        "(NCCL_DEBUG=INFO), switch counters, bucket order/size.{}",
-        v.comm_drop_pct, 100 * share(total.exposed_transfer_ns, total.step_ns),
-        100 * share(total.exposed_wait_ns, total.step_ns),
-        100 * share(total.idle_before_comm_ns, total.step_ns), grade);
     return v;
   }
 
   // 5. Flat and low: idle spread between kernels, every step alike.
   v.step_spread_pct = step_spread(gpu);
   v.kernel_median_us = median_kernel_us(job, gpu);
-  const int64_t idle = total.idle_ns();
-  if (v.smi_pct < kWellTunedPct && total.idle_other_ns * 2 >= idle &&
+  if (v.smi_pct < kWellTunedPct && total.idle_other_ns * 2 >= total.idle_ns() &&
       share(total.idle_other_ns, total.step_ns) >= kDropShare &&
       v.step_spread_pct <= kFlatSpreadPct) {
-    v.row = "flat-low";
+    v.row = PatternRow::kFlatLow;
     v.severity = model::Severity::kWarning;
-    v.text = fmt::format(
-        "flat, steady low utilization: GPU busy {:.0f}% in every step (spread {:.1f} points), "
-        "idle spread between kernels ({:.0f}% of the step), {:.0f} compute kernels per step of "
-        "median {} — batch too small or kernels too short (launch-bound); check the batch size, "
-        "torch.compile / fusion, CUDA graphs.{}",
-        v.smi_pct, v.step_spread_pct, 100 * share(total.idle_other_ns, total.step_ns),
-        static_cast<double>(total.kernels) /
-            static_cast<double>(std::max<std::size_t>(1, rank_steps)),
-        human_time(v.kernel_median_us * 1000.0), grade);
     return v;
   }
-
   if (v.useful_pct < kWellTunedPct) {
-    v.row = "none";
+    v.row = PatternRow::kNone;
     v.severity = model::Severity::kWarning;
-    v.text = fmt::format(
-        "none of the usual patterns: useful compute {:.0f}%, nvidia-smi view {:.0f}%; per step "
-        "exposed comm {:.0f}%, memcpy/memset {:.0f}%, idle {:.0f}% (at the step boundary "
-        "{:.0f}%, before collectives {:.0f}%, between kernels {:.0f}%), per-step spread {:.1f} "
-        "points — see 'Step breakdown'.{}",
-        v.useful_pct, v.smi_pct, 100 * share(total.exposed_ns(), total.step_ns),
-        100 * share(total.memcpy_ns, total.step_ns), 100 * share(idle, total.step_ns),
-        v.boundary_idle_pct, 100 * share(total.idle_before_comm_ns, total.step_ns),
-        100 * share(total.idle_other_ns, total.step_ns), v.step_spread_pct, grade);
     return v;
   }
-  v.row = "healthy";
-  v.text = fmt::format(
-      "no low-utilization pattern: useful compute {:.0f}% of the step, "
-      "nvidia-smi would show {:.0f}% (well-tuned jobs: 80-90%)",
-      v.useful_pct, v.smi_pct);
+  v.row = PatternRow::kHealthy;
   return v;
 }
 

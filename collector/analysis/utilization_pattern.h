@@ -44,24 +44,49 @@ inline constexpr double kMostSteps = 0.75;
 inline constexpr std::size_t kMinSaveSpikes = 3;
 inline constexpr double kCollectiveShare = 0.15;  // exposed comm + idle before comm
 inline constexpr double kWellTunedPct = 80.0;
-inline constexpr double kFlatSpreadPct = 10.0;
+inline constexpr double kFlatSpreadPct = 10.0;  // per-step utilization std-dev, points
 // A straggler less late than this share of a job-wide stall is that stall's tail (side note).
-inline constexpr double kMinorLateness = 0.5;  // per-step utilization std-dev, points
+inline constexpr double kMinorLateness = 0.5;
 
+// The rows of the table above, plus the outcomes when none matches.
+enum class PatternRow : uint8_t {
+  kNotJudged = 0,  // no compute-kernel timing (host-only or lite-mode records)
+  kHealthy,        // useful compute >= kWellTunedPct
+  kNone,           // low, but none of the usual shapes
+  kLagging,
+  kCheckpoint,
+  kDataloader,
+  kCollectiveDrops,
+  kFlatLow,
+};
+// The row's name in JSON pattern.row and the tests (the one name table; the prose is written by
+// PatternReport).
+const char* to_string(PatternRow row);
+
+// The verdict and the figures behind it; PatternReport turns them into the finding's text.
 struct PatternVerdict {
-  std::string row;  // lagging | checkpoint | dataloader | collective-drops | flat-low | none |
-                    // healthy | not-judged
+  PatternRow row = PatternRow::kNotJudged;
   model::Severity severity = model::Severity::kInfo;
-  std::string text;    // the finding
-  double smi_pct = 0;  // job, GPU-timed ranks
+  // Over the steady steps of the GPU-timed ranks, % of the step unless named otherwise.
+  double smi_pct = 0;
   double useful_pct = 0;
   std::size_t gpu_ranks = 0;
+  bool multi_node = false;
+  double exposed_pct = 0, exposed_wait_pct = 0, exposed_transfer_pct = 0;
+  double memcpy_pct = 0;
+  double idle_pct = 0, idle_before_comm_pct = 0, idle_other_pct = 0;
+  double boundary_idle_pct = 0;          // dataloader/checkpoint evidence
+  double comm_drop_pct = 0;              // exposed comm + idle before comm
+  double kernels_per_step = 0;           // compute kernels per rank and step
+  double kernel_median_us = 0;           // compute kernels, flat-low evidence
+  double step_spread_pct = 0;            // std-dev of per-step utilization (points)
+  double sawtooth_rank_share = 0;        // ranks that drop at the boundary in most steps, 0..1
   std::vector<std::size_t> spike_steps;  // checkpoint: 1-based step numbers
   std::size_t period_steps = 0;
-  double boundary_idle_pct = 0;  // dataloader/checkpoint evidence
-  double comm_drop_pct = 0;      // exposed comm + idle before comm, of the step
-  double kernel_median_us = 0;   // compute kernels, flat-low evidence
-  double step_spread_pct = 0;    // std-dev of per-step utilization (points)
+  double spike_idle_ns = 0, other_idle_ns = 0;  // checkpoint: boundary idle per spike/other step
+  int64_t stall_ns = 0;                         // a job-wide stall per affected step
+  // The front straggler is the stall's uneven tail: a side note of the stall's row, not `lagging`.
+  bool straggler_is_side_note = false;
 
   static PatternVerdict judge(const model::JobTrace& job, const std::vector<RankBreakdown>& ranks,
                               const StragglerResult& stragglers);

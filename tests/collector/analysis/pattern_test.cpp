@@ -5,6 +5,7 @@
 
 #include "analysis/analyze.h"
 #include "analysis/cross_node_comm.h"
+#include "analysis/pattern_report.h"
 #include "analysis/rank_activity.h"
 #include "analysis/step_breakdown.h"
 #include "analysis/step_plan.h"
@@ -269,20 +270,19 @@ TEST(Pattern, FlatLowFromManyTinyKernels) {
   const Judged j = judge_all(job);
   ASSERT_TRUE(j.breakdowns[0].steps_found);
   const PatternVerdict v = PatternVerdict::judge(job, j.breakdowns, StragglerResult{});
-  EXPECT_EQ(v.row, "flat-low") << v.text;
+  const std::string text = PatternReport::text(v, StragglerResult{});
+  EXPECT_EQ(v.row, PatternRow::kFlatLow) << text;
   EXPECT_NEAR(v.kernel_median_us, 10.0, 1e-9);
   EXPECT_NEAR(v.smi_pct, 100.0 * 5.2 / 10.21, 0.1);
   EXPECT_LT(v.step_spread_pct, 0.1);
-  EXPECT_EQ(v.text.rfind("flat, steady low utilization: GPU busy 51% in every step", 0), 0u)
-      << v.text;
-  EXPECT_NE(v.text.find("500 compute kernels per step of median 10 µs"), std::string::npos)
-      << v.text;
+  EXPECT_EQ(text.rfind("flat, steady low utilization: GPU busy 51% in every step", 0), 0u) << text;
+  EXPECT_NE(text.find("500 compute kernels per step of median 10 µs"), std::string::npos) << text;
 }
 
 TEST(Pattern, BackToBackTinyKernelsAreHealthy) {
   const model::JobTrace job = tiny_kernels_job(2, 8, 500, 0);
   const Judged j = judge_all(job);
-  EXPECT_EQ(PatternVerdict::judge(job, j.breakdowns, StragglerResult{}).row, "healthy");
+  EXPECT_EQ(PatternVerdict::judge(job, j.breakdowns, StragglerResult{}).row, PatternRow::kHealthy);
 }
 
 // 4 ranks on 2 hosts; per step `layers` x (compute 300 µs, then a blocking all-reduce of 2 MiB,
