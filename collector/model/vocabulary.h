@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "model/job_trace.h"
 #include "model/report.h"
 
 namespace ncclwatch::model {
@@ -34,6 +35,11 @@ inline const char* severity_name(Severity s) {
 // JSON times are microseconds (docs/report-schema.md).
 inline double us(int64_t ns) {
   return static_cast<double>(ns) / 1000.0;
+}
+
+// "SOURCE: MESSAGE": one input problem (a reader's warning) as a line of text or a JSON string.
+inline std::string problem_line(const InputProblem& p) {
+  return p.source + ": " + p.message;
 }
 
 }  // namespace ncclwatch::model

@@ -64,7 +64,7 @@ bool read_dump(const std::string& file, std::string_view text, LogSet& set) {
   XmlDocument doc = read_xml(text);
   set.stats.xml_elements += doc.elements.size() > 0 ? doc.elements.size() - 1 : 0;
   if (!doc.error.empty())
-    set.problems.push_back(file + ": XML: " + doc.error + " (kept what came before)");
+    set.problems.push_back({file, "XML: " + doc.error + " (kept what came before)"});
   const XmlElement& root = doc.elements[0];
   for (std::size_t top : root.children) {
     const XmlElement& t = doc.elements[top];

@@ -54,7 +54,7 @@ void LogParser::add_file(const std::string& path) {
   std::string why;
   const int fd = open_regular(path, why);
   if (fd < 0) {
-    set_.problems.push_back(path + ": " + why);
+    set_.problems.push_back({path, why});
     return;
   }
   ++set_.stats.files;
@@ -67,8 +67,8 @@ void LogParser::add_file(const std::string& path) {
   for (;;) {
     const ssize_t n = read_some(fd, buf.data(), buf.size());
     if (n < 0) {
-      set_.problems.push_back(path + ": read error after " + std::to_string(total) +
-                              " bytes: " + std::strerror(errno) + " (kept what came before)");
+      set_.problems.push_back({path, "read error after " + std::to_string(total) + " bytes: " +
+                                         std::strerror(errno) + " (kept what came before)"});
       break;
     }
     if (n == 0) break;
@@ -80,9 +80,9 @@ void LogParser::add_file(const std::string& path) {
     }
     if (is_xml) {
       if (xml.size() + chunk.size() > kMaxXmlBytes) {
-        set_.problems.push_back(path + ": XML larger than " + std::to_string(kMaxXmlBytes >> 20) +
-                                " MiB: read the first " + std::to_string(kMaxXmlBytes >> 20) +
-                                " MiB");
+        set_.problems.push_back({path, "XML larger than " + std::to_string(kMaxXmlBytes >> 20) +
+                                           " MiB: read the first " +
+                                           std::to_string(kMaxXmlBytes >> 20) + " MiB"});
         xml.append(chunk.substr(0, kMaxXmlBytes - xml.size()));
         break;
       }
@@ -106,9 +106,9 @@ void LogParser::add_file(const std::string& path) {
       chunk.remove_prefix(nl + 1);
     }
     if (total >= kMaxLogBytes) {
-      set_.problems.push_back(path + ": larger than " + std::to_string(kMaxLogBytes >> 30) +
-                              " GiB, read the first " + std::to_string(kMaxLogBytes >> 30) +
-                              " GiB");
+      set_.problems.push_back({path, "larger than " + std::to_string(kMaxLogBytes >> 30) +
+                                         " GiB, read the first " +
+                                         std::to_string(kMaxLogBytes >> 30) + " GiB"});
       break;
     }
   }
@@ -119,8 +119,8 @@ void LogParser::add_file(const std::string& path) {
   }
   if (!line.empty()) add_line(path, line);
   if (cut_lines > 0)
-    set_.problems.push_back(path + ": " + std::to_string(cut_lines) + " line(s) longer than " +
-                            std::to_string(kMaxLineBytes >> 10) + " KiB, cut there");
+    set_.problems.push_back({path, std::to_string(cut_lines) + " line(s) longer than " +
+                                       std::to_string(kMaxLineBytes >> 10) + " KiB, cut there"});
   end_file(path);
 }
 
@@ -141,7 +141,7 @@ void LogParser::add_text(const std::string& file, std::string_view text) {
 
 void LogParser::add_xml(const std::string& file, std::string_view text) {
   if (!read_dump(file, text, set_))
-    set_.problems.push_back(file + ": XML, but not an NCCL topology or graph dump");
+    set_.problems.push_back({file, "XML, but not an NCCL topology or graph dump"});
 }
 
 void LogParser::end_file(const std::string& file) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "model/job_trace.h"
+
 namespace ncclwatch::topology {
 
 enum class Via : uint8_t { kUnknown = 0, kP2P, kShm, kNet, kNvls, kCollNet };
@@ -123,7 +125,8 @@ struct LogSet {
   std::vector<TopoDump> topo_dumps;
   std::vector<GraphDump> graph_dumps;
   std::vector<std::string> versions;  // "2.18.5+cuda12.2", as printed
-  std::vector<std::string> problems;  // one line each: unreadable files, bad XML, ...
+  // Unreadable files, bad XML, ...: the readers' one warning type (as trace and Kineto loads).
+  std::vector<model::InputProblem> problems;
   ParseStats stats;
 };
 

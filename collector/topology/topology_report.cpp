@@ -162,7 +162,11 @@ bool add_to_report(const std::vector<std::string>& logs, const model::JobTrace& 
   } else if (found.empty() && !logs.empty()) {
     body += "  no topology problem found\n";
   }
-  for (const auto& p : set.problems) body += "  input: " + p + "\n";
+  nlohmann::json problems = nlohmann::json::array();
+  for (const auto& p : set.problems) {
+    body += "  input: " + model::problem_line(p) + "\n";
+    problems.push_back(model::problem_line(p));
+  }
 
   j["comms"] = nlohmann::json::array();
   for (const CommContext& c : comms)
@@ -176,7 +180,7 @@ bool add_to_report(const std::vector<std::string>& logs, const model::JobTrace& 
                 {"xml_elements", set.stats.xml_elements},
                 {"recognised", recognised || logs.empty()},
                 {"versions", set.versions},
-                {"problems", set.problems}};
+                {"problems", std::move(problems)}};
   nlohmann::json dumps = nlohmann::json::array();
   for (const TopoDump& d : set.topo_dumps)
     dumps.push_back({{"file", d.file},

@@ -30,7 +30,7 @@ class TempDir {
 
 std::string all_problems(const LogSet& set) {
   std::string s;
-  for (const auto& p : set.problems) s += p + "\n";
+  for (const auto& p : set.problems) s += p.source + ": " + p.message + "\n";
   return s;
 }
 
@@ -42,7 +42,8 @@ TEST(TopologyInputBounds, FifoAndDeviceAreRefusedWithoutReading) {
   parser.add_file("/dev/zero");           // would fill memory if read to the end
   LogSet set = parser.take();
   ASSERT_EQ(set.problems.size(), 2u) << all_problems(set);
-  for (const auto& p : set.problems) EXPECT_NE(p.find("not a regular file"), std::string::npos);
+  for (const auto& p : set.problems)
+    EXPECT_NE(p.message.find("not a regular file"), std::string::npos);
   EXPECT_EQ(set.stats.files, 0u);
 }
 
@@ -61,8 +62,7 @@ TEST(TopologyInputBounds, OverlongLinesAreCutAndCounted) {
   EXPECT_EQ(set.stats.nccl_lines, 2u);
   EXPECT_EQ(set.ranks.size(), 2u);
   ASSERT_EQ(set.problems.size(), 1u) << all_problems(set);
-  EXPECT_NE(set.problems[0].find("1 line(s) longer than 64 KiB, cut there"), std::string::npos)
-      << set.problems[0];
+  EXPECT_EQ(set.problems[0].message, "1 line(s) longer than 64 KiB, cut there");
 }
 
 TEST(TopologyInputBounds, UnreadableFileIsOneProblem) {
@@ -70,7 +70,8 @@ TEST(TopologyInputBounds, UnreadableFileIsOneProblem) {
   parser.add_file("/nonexistent/ncclwatch/nccl.log");
   LogSet set = parser.take();
   ASSERT_EQ(set.problems.size(), 1u);
-  EXPECT_NE(set.problems[0].find("cannot be read"), std::string::npos) << set.problems[0];
+  EXPECT_NE(set.problems[0].message.find("cannot be read"), std::string::npos)
+      << set.problems[0].message;
 }
 
 // 40,000 threads of one process each start an init with a comm of their own and hang; then the

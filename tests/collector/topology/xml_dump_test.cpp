@@ -116,7 +116,8 @@ TEST(Dumps, TruncatedAndForeignXml) {
   std::string cut(kGraph, 400);
   EXPECT_TRUE(read_dump("g.xml", cut, set));  // what came before the cut is kept
   ASSERT_EQ(set.problems.size(), 1u);
-  EXPECT_NE(set.problems[0].find("g.xml: XML"), std::string::npos);
+  EXPECT_EQ(set.problems[0].source, "g.xml");
+  EXPECT_EQ(set.problems[0].message.rfind("XML: ", 0), 0u) << set.problems[0].message;
   EXPECT_FALSE(read_dump("pom.xml", "<project><modelVersion>4</modelVersion></project>", set));
   // Through the parser: an XML file that is no dump is one problem line.
   LogParser p;
@@ -125,7 +126,8 @@ TEST(Dumps, TruncatedAndForeignXml) {
   LogSet s = p.take();
   EXPECT_EQ(s.topo_dumps.size(), 1u);
   ASSERT_EQ(s.problems.size(), 1u);
-  EXPECT_NE(s.problems[0].find("not an NCCL topology or graph dump"), std::string::npos);
+  EXPECT_EQ(s.problems[0].source, "other.xml");
+  EXPECT_EQ(s.problems[0].message, "XML, but not an NCCL topology or graph dump");
 }
 
 }  // namespace
