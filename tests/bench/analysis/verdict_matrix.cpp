@@ -7,8 +7,11 @@
 // is missed: >= 99% precision and >= 95% recall overall, 100% on the noise-free scenarios.
 //
 //   verdict_matrix [--scenarios N] [--seed S] [--no-big] [--only-ranks R] [--limit K]
+//                  [--dump DIR]
 //
 // --only-ranks / --limit keep the scenarios of R ranks / the first K: for profiling one size.
+// --dump writes every report (findings, sections, JSON) to DIR/<index>.txt: optimizations of
+// the analyses must leave these files byte-identical.
 #include <time.h>
 
 #include <cstdio>
@@ -63,6 +66,17 @@ std::string noise_label(const ScenarioSpec& s) {
   return std::string(t::to_string(s.noise)) + (s.noise_frac > 0.05 ? " 5-10%" : " 1-5%");
 }
 
+void write_report(const char* dir, std::size_t index, const ncclwatch::model::Report& r) {
+  const std::string path = std::string(dir) + "/" + std::to_string(index) + ".txt";
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return;
+  for (const auto& x : r.findings)
+    std::fprintf(f, "%d %s\n", static_cast<int>(x.severity), x.text.c_str());
+  for (const auto& x : r.sections) std::fprintf(f, "== %s\n%s\n", x.title.c_str(), x.body.c_str());
+  std::fprintf(f, "%s\n", r.json.dump(1).c_str());
+  std::fclose(f);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -71,6 +85,7 @@ int main(int argc, char** argv) {
   bool big = true;
   int only_ranks = 0;
   std::size_t limit = 0;
+  const char* dump = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--scenarios") && i + 1 < argc)
       scenarios = std::atoi(argv[++i]);
@@ -82,6 +97,8 @@ int main(int argc, char** argv) {
       only_ranks = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--limit") && i + 1 < argc)
       limit = std::strtoull(argv[++i], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--dump") && i + 1 < argc)
+      dump = argv[++i];
   }
   Rng rng{seed * 0x9E3779B97F4A7C15ull + 3};
   std::vector<ScenarioSpec> specs;
@@ -143,6 +160,7 @@ int main(int argc, char** argv) {
     const double t0 = thread_cpu_s();
     ncclwatch::analysis::analyze(job.job, job.match, job.clocks, report);
     analysis_s += thread_cpu_s() - t0;
+    if (dump) write_report(dump, static_cast<std::size_t>(&spec - specs.data()), report);
     const t::Score s = t::score(sc, report.json);
     table[{t::to_string(spec.kind), noise_label(spec)}].add(s);
     by_size[spec.ranks].add(s);
