@@ -1,6 +1,8 @@
 #include "analysis/cross_node_comm.h"
 
 #include <algorithm>
+#include <array>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -28,6 +30,24 @@ int32_t step_at(const StepPlan& plan, int64_t t) {
   return t < step->end ? static_cast<int32_t>(step - plan.steps.begin()) : -1;
 }
 
+// |compute ∩ [from, to)| for a rank's calls in order: the cursor form of length_within while
+// the windows move forward (calls on one stream), a fresh search when one starts earlier
+// (another stream's call); the same figure either way.
+class ComputeCursor {
+ public:
+  explicit ComputeCursor(const IntervalSet& set) : set_(set) {}
+  int64_t length_within(int64_t from, int64_t to) {
+    if (from < last_from_) return set_.length_within(from, to);
+    last_from_ = from;
+    return set_.length_within(from, to, hint_);
+  }
+
+ private:
+  const IntervalSet& set_;
+  std::size_t hint_ = 0;
+  int64_t last_from_ = std::numeric_limits<int64_t>::min();
+};
+
 }  // namespace
 
 std::vector<CrossNodeComm> CrossNodeComm::find(const model::JobTrace& job,
@@ -51,7 +71,7 @@ std::vector<CrossNodeComm> CrossNodeComm::find(const model::JobTrace& job,
     x.hosts = m.hosts.size();
     std::vector<double> per_step;
     std::vector<uint64_t> bytes;
-    std::map<format::Func, std::size_t> funcs;
+    std::array<std::size_t, static_cast<std::size_t>(format::Func::kCount)> funcs{};
     int64_t gpu_ns = 0, overlapped_ns = 0;
     std::size_t pairs = 0, interleaved = 0;
     for (std::size_t i : m.rank_indices) {
@@ -63,6 +83,7 @@ std::vector<CrossNodeComm> CrossNodeComm::find(const model::JobTrace& job,
       std::size_t count = 0;
       int32_t prev_step = -1;
       int64_t prev_end = 0;
+      ComputeCursor compute{a.compute};
       for (std::size_t c = 0; c < rank.calls.size(); ++c) {
         const model::CallEvent& call = rank.calls[c];
         if (call.comm_id != id || !format::is_collective(call.func) || !call.has_gpu()) continue;
@@ -70,12 +91,12 @@ std::vector<CrossNodeComm> CrossNodeComm::find(const model::JobTrace& job,
         if (step < static_cast<int32_t>(plan.warmup)) continue;
         ++count;
         if (bytes.size() < 100'000) bytes.push_back(call.bytes());
-        ++funcs[call.func];
+        ++funcs[static_cast<std::size_t>(call.func) % funcs.size()];
         gpu_ns += call.gpu_end_ns - call.gpu_start_ns;
-        overlapped_ns += a.compute.length_within(call.gpu_start_ns, call.gpu_end_ns);
+        overlapped_ns += compute.length_within(call.gpu_start_ns, call.gpu_end_ns);
         if (step == prev_step) {
           ++pairs;
-          interleaved += a.compute.length_within(prev_end, call.gpu_start_ns) > 0;
+          interleaved += compute.length_within(prev_end, call.gpu_start_ns) > 0;
         }
         prev_step = step;
         prev_end = call.gpu_end_ns;
@@ -92,9 +113,9 @@ std::vector<CrossNodeComm> CrossNodeComm::find(const model::JobTrace& job,
         pairs > 0 ? 100.0 * static_cast<double>(interleaved) / static_cast<double>(pairs) : 0;
     format::Func top = format::Func::kUnknown;
     std::size_t top_n = 0, total = 0;
-    for (const auto& [f, n] : funcs) {
-      total += n;
-      if (n > top_n) top = f, top_n = n;
+    for (std::size_t f = 0; f < funcs.size(); ++f) {
+      total += funcs[f];
+      if (funcs[f] > top_n) top = static_cast<format::Func>(f), top_n = funcs[f];
     }
     x.what = top_n * 10 >= total * 9 ? func_name(top) + "s" : "collectives";
     x.tensor_parallel_like = x.per_step >= kTpMinPerStep && x.median_bytes <= kTpMaxBytes &&

@@ -1,6 +1,7 @@
 #include "analysis/periodic_fit.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "analysis/robust_stats.h"
 
@@ -24,8 +25,27 @@ PeriodicFit PeriodicFit::of(const std::vector<bool>& spike, const std::vector<bo
   double candidates = 0;
   for (std::size_t p = 2; p <= max_period; ++p) candidates += static_cast<double>(p);
   long best_score = 0;
+  // A phase needs 3+ hits: count the spikes per residue first (O(spikes) per period) and scan
+  // only the phases that have them, instead of every step for every period (O(steps) per period
+  // was 10% of analyze() on an 8000-step job).
+  std::vector<std::size_t> spike_steps;
+  for (std::size_t k = first; k < end && 8 * spike_steps.size() < steps; ++k) {
+    if (present[k] && spike[k]) spike_steps.push_back(k);
+  }
+  // With spikes in an eighth of the steps or more, most phases have 3: counting adds work.
+  const bool sparse = 8 * spike_steps.size() < steps;
+  std::vector<std::size_t> hits_of(max_period + 1, 3);
   for (std::size_t p = 2; p <= max_period; ++p) {
+    // No phase of p (or of any longer period) has more positions than this, and a score never
+    // exceeds its positions: nothing later can beat the best (a rank late in every step would
+    // otherwise scan every period).
+    if (static_cast<long>((end - first + p - 1) / p) <= best_score) break;
+    if (sparse) {
+      std::fill(hits_of.begin(), hits_of.begin() + static_cast<std::ptrdiff_t>(p), 0);
+      for (std::size_t k : spike_steps) ++hits_of[k % p];
+    }
     for (std::size_t phase = 0; phase < p; ++phase) {
+      if (hits_of[phase] < 3) continue;
       std::size_t positions = 0, hits = 0;
       for (std::size_t k = first + ((phase + p - first % p) % p); k < end; k += p) {
         positions += present[k];
