@@ -1,6 +1,8 @@
 #include "analysis/periodic_fit.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "analysis/robust_stats.h"
@@ -28,6 +30,13 @@ PeriodicFit PeriodicFit::of(const std::vector<bool>& spike, const std::vector<bo
   // A phase needs 3+ hits: count the spikes per residue first (O(spikes) per period) and scan
   // only the phases that have them, instead of every step for every period (O(steps) per period
   // was 10% of analyze() on an 8000-step job).
+  // present (bit 0) and spike-and-present (bit 1) per step from `first`: a byte per step scans
+  // faster than two vector<bool>s.
+  std::vector<uint8_t> flags(end - first);
+  for (std::size_t k = first; k < end; ++k) {
+    flags[k - first] =
+        static_cast<uint8_t>((present[k] ? 1u : 0u) | (present[k] && spike[k] ? 2u : 0u));
+  }
   std::vector<std::size_t> spike_steps;
   for (std::size_t k = first; k < end && 8 * spike_steps.size() < steps; ++k) {
     if (present[k] && spike[k]) spike_steps.push_back(k);
@@ -48,8 +57,8 @@ PeriodicFit PeriodicFit::of(const std::vector<bool>& spike, const std::vector<bo
       if (hits_of[phase] < 3) continue;
       std::size_t positions = 0, hits = 0;
       for (std::size_t k = first + ((phase + p - first % p) % p); k < end; k += p) {
-        positions += present[k];
-        hits += present[k] && spike[k];
+        positions += flags[k - first] & 1u;
+        hits += flags[k - first] >> 1;
       }
       if (hits < 3 || 5 * hits < 4 * positions) continue;
       // Each hit counts, each missed position twice, so "every 4th" beats "every 8th" (half
@@ -62,6 +71,11 @@ PeriodicFit PeriodicFit::of(const std::vector<bool>& spike, const std::vector<bo
       const double own_off = off_steps ? static_cast<double>(off_spikes) / off_steps : 0.0;
       const double q = std::max(
           {background, own_off, 0.5 / static_cast<double>(std::max<std::size_t>(steps, 1))});
+      // Hits no more than n·q: P(X >= hits) >= 1/2 (the binomial median is >= floor(n·q)), so
+      // p_value is 1 (candidates >= 2) — not significant, without computing the tail.
+      if (tests_factor > alpha &&
+          static_cast<double>(hits) <= std::floor(q * static_cast<double>(positions)))
+        continue;
       const double p_value = std::min(1.0, stats::binomial_tail(positions, hits, q) * candidates);
       if (p_value * tests_factor > alpha) continue;
       best_score = score;
