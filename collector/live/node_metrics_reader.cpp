@@ -169,6 +169,8 @@ NodeSnapshot NodeMetricsReader::poll() {
     if (r.segment_seen || r.trace_seen) r.last_active_ns = out.now_ns;
     if (finished && !r.segment_seen &&
         out.now_ns - r.last_active_ns > static_cast<int64_t>(options_.forget_after_s * 1e9)) {
+      retired_[3] += r.consumer.gpu().late_intervals();
+      retired_[4] += r.consumer.unlinked();
       it = ranks_.erase(it);
       continue;
     }
@@ -197,6 +199,22 @@ NodeSnapshot NodeMetricsReader::poll() {
     out.ranks.push_back(m);
     ++it;
   }
+  // A job none of whose ranks is tracked any more takes its matcher with it (an exporter without
+  // --job sees job after job on a node).
+  // Its counts stay in the exporter's counters, which must never go down.
+  std::erase_if(matchers_, [&](const auto& entry) {
+    for (const auto& [key, r] : ranks_)
+      if (r->consumer.metrics().job == entry.first) return false;
+    retired_[0] += entry.second->decided();
+    retired_[1] += entry.second->partial();
+    retired_[2] += entry.second->unmatched();
+    return true;
+  });
+  out.late_gpu_intervals += retired_[3];
+  out.unlinked_records += retired_[4];
+  out.node_matched = retired_[0];
+  out.node_partial = retired_[1];
+  out.node_unmatched = retired_[2];
   for (const auto& [job, matcher] : matchers_) {
     out.node_matched += matcher->decided();
     out.node_partial += matcher->partial();

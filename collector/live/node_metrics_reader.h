@@ -7,6 +7,7 @@
 // was closed is forgotten `forget_after_s` later.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -58,6 +59,9 @@ class NodeMetricsReader {
   ExporterOptions options_;
   std::map<std::pair<std::string, int64_t>, std::unique_ptr<Rank>> ranks_;  // (host, pid)
   std::map<std::string, std::unique_ptr<NodeCollectiveMatcher>> matchers_;  // per job
+  // Counts of forgotten ranks and jobs, kept so that the exporter's counters never go down:
+  // node matched, partial, unmatched, late GPU intervals, unlinked records.
+  std::array<uint64_t, 5> retired_{};
   std::size_t next_member_ = 0;
   uint64_t polls_ = 0;
 };

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -100,14 +101,13 @@ ncclwatch::tools::Command exporter_command{
         sa.sa_handler = on_signal;
         sigaction(SIGINT, &sa, nullptr);
         sigaction(SIGTERM, &sa, nullptr);
-        std::size_t last_notes = 0;
+        std::set<std::string> said;  // skipped inputs are said once, not every second
         while (!g_stop.load()) {
           auto snap = reader.poll();
-          // Skipped inputs are said once per change, not every second.
-          if (snap.notes.size() != last_notes)
-            for (const auto& n : snap.notes)
+          for (const auto& n : snap.notes) {
+            if (said.size() < 10000 && said.insert(n).second)
               std::fprintf(stderr, "ncclwatch exporter: %s\n", n.c_str());
-          last_notes = snap.notes.size();
+          }
           collectable->publish(std::move(snap));
           const auto until =
               std::chrono::steady_clock::now() + std::chrono::duration<double>(args->interval_s);

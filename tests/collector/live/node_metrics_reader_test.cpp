@@ -162,5 +162,22 @@ TEST_F(NodeMetricsReaderTest, FinishedRanksAreForgottenAndPlantedFilesSkipped) {
   EXPECT_EQ(reader.tracked_ranks(), 0u);
 }
 
+TEST_F(NodeMetricsReaderTest, CountersOfForgottenJobsNeverGoDown) {
+  for (int rank = 0; rank < 2; ++rank)
+    append_trace(trace(rank), process("j", "n1", 1000 + rank, rank), {comm_record(77, rank, 2)});
+  step(0, 100 * kMs, 3);
+  ExporterOptions o = options();
+  o.forget_after_s = 0;
+  NodeMetricsReader reader(o);
+  NodeSnapshot s = reader.poll();
+  EXPECT_EQ(s.node_matched, 1u);
+  fs::remove(trace(0));
+  fs::remove(trace(1));
+  usleep(1000);
+  s = reader.poll();
+  EXPECT_EQ(reader.tracked_ranks(), 0u);
+  EXPECT_EQ(s.node_matched, 1u);
+}
+
 }  // namespace
 }  // namespace ncclwatch::live
