@@ -74,7 +74,8 @@ bool TraceFileReader::closed() const {
   return header_.state == format::kTraceStateClosed || header_.state == format::kTraceStateSalvaged;
 }
 
-bool TraceFileReader::open(const std::string& path) {
+// Forgets the previous file: every open starts from nothing known.
+void TraceFileReader::reset(const std::string& path) {
   close();
   path_ = path;
   header_ = {};
@@ -82,6 +83,10 @@ bool TraceFileReader::open(const std::string& path) {
   error_.clear();
   warnings_.clear();
   record_count_ = torn_bytes_ = position_ = 0;
+}
+
+bool TraceFileReader::open(const std::string& path) {
+  reset(path);
 
   const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
@@ -93,13 +98,7 @@ bool TraceFileReader::open(const std::string& path) {
 }
 
 bool TraceFileReader::adopt(int fd, const std::string& path) {
-  close();
-  path_ = path;
-  header_ = {};
-  foreign_ = false;
-  error_.clear();
-  warnings_.clear();
-  record_count_ = torn_bytes_ = position_ = 0;
+  reset(path);
   fd_ = fd;
   struct stat st {};
   if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -57,6 +57,7 @@ class TraceFileReader {
   void seek(uint64_t position) { position_ = position < record_count_ ? position : record_count_; }
 
  private:
+  void reset(const std::string& path);
   void close();
 
   std::string path_;

@@ -24,7 +24,8 @@
 #include <string>
 
 #include <fmt/format.h>
-#include <zlib.h>
+
+#include "gzip.h"
 
 #include "synthetic_trace_writer.h"
 
@@ -40,18 +41,7 @@ void write_file(const fs::path& p, const std::string& bytes) {
 
 // One complete gzip member holding `bytes` (concatenated members are one stream to gunzip).
 std::string gzip_member(const std::string& bytes) {
-  z_stream z{};
-  if (deflateInit2(&z, 9, Z_DEFLATED, 15 + 16, 9, Z_DEFAULT_STRATEGY) != Z_OK)
-    throw std::runtime_error("deflateInit2");
-  std::string out(deflateBound(&z, bytes.size()), '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-  z.avail_in = static_cast<uInt>(bytes.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  if (deflate(&z, Z_FINISH) != Z_STREAM_END) throw std::runtime_error("deflate");
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
+  return ncclwatch::test_support::gzip(bytes, 9, 9);
 }
 
 std::string hung_init_log(int lines) {

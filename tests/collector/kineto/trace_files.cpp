@@ -1,12 +1,12 @@
 #include "trace_files.h"
 
+#include "gzip.h"
+
 #include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
-
-#include <zlib.h>
 
 namespace ncclwatch::kineto::testing {
 
@@ -34,19 +34,7 @@ std::string read_file(const std::string& path) {
 }
 
 std::string gzip(const std::string& bytes, int level) {
-  z_stream z{};
-  // 15 + 16: gzip wrapper.
-  if (deflateInit2(&z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-    throw std::runtime_error("deflateInit2");
-  std::string out(deflateBound(&z, bytes.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-  z.avail_in = static_cast<uInt>(bytes.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  if (deflate(&z, Z_FINISH) != Z_STREAM_END) throw std::runtime_error("deflate");
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
+  return test_support::gzip(bytes, level);
 }
 
 std::string trace_doc(const std::vector<std::string>& events, const std::string& distributed_info) {
