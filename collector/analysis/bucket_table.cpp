@@ -51,7 +51,8 @@ std::vector<BucketRow> BucketTable::of(const model::JobTrace& job,
                                [&](const auto& o) { return o.first == c.comm_id; });
       if (slot == ordinal.end()) slot = ordinal.insert(ordinal.end(), {c.comm_id, 0});
       const std::size_t ord = slot->second++;
-      auto [it, inserted] = index.emplace(Key{c.comm_id, ord, c.bytes()}, rows.size());
+      // try_emplace: no node is allocated when the bucket exists (every call but the first).
+      auto [it, inserted] = index.try_emplace(Key{c.comm_id, ord, c.bytes()}, rows.size());
       if (inserted) rows.push_back({c.comm_id, ord, c.bytes(), 0, 0, 0});
       BucketRow& row = rows[it->second];
       ++row.occurrences;

@@ -17,16 +17,6 @@ IntervalSet IntervalSet::from_sorted(const std::vector<Interval>& by_begin) {
   return out;
 }
 
-void IntervalSet::append_sorted(Interval iv) {
-  if (iv.end <= iv.begin) return;
-  if (!spans_.empty() && iv.begin <= spans_.back().end) {
-    // Overlaps or touches the last one: extend it (a later begin never precedes it).
-    spans_.back().end = std::max(spans_.back().end, iv.end);
-    return;
-  }
-  spans_.push_back(iv);
-}
-
 IntervalSet IntervalSet::unite(const IntervalSet& other) const {
   IntervalSet out;
   out.spans_.reserve(spans_.size() + other.spans_.size());
@@ -100,16 +90,6 @@ int64_t IntervalSet::length_within(int64_t from, int64_t to) const {
                              [](const Interval& s, int64_t t) { return s.end <= t; });
   hint = static_cast<std::size_t>(it - spans_.begin());
   return length_within(from, to, hint);
-}
-
-int64_t IntervalSet::length_within(int64_t from, int64_t to, std::size_t& hint) const {
-  if (to <= from) return 0;
-  while (hint < spans_.size() && spans_[hint].end <= from) ++hint;
-  int64_t total = 0;
-  for (std::size_t k = hint; k < spans_.size() && spans_[k].begin < to; ++k) {
-    total += std::min(spans_[k].end, to) - std::max(spans_[k].begin, from);
-  }
-  return total;
 }
 
 }  // namespace ncclwatch::analysis

@@ -6,6 +6,7 @@
 // operation is one linear merge.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -28,8 +29,16 @@ class IntervalSet {
   static IntervalSet from_sorted(const std::vector<Interval>& by_begin);
 
   // Appends an interval that starts at or after the begin of the last one appended (a
-  // builder for sorted input that avoids a temporary vector).
-  void append_sorted(Interval interval);
+  // builder for sorted input that avoids a temporary vector). Inline: called once per kernel.
+  void append_sorted(Interval interval) {
+    if (interval.end <= interval.begin) return;
+    if (!spans_.empty() && interval.begin <= spans_.back().end) {
+      // Overlaps or touches the last one: extend it (a later begin never precedes it).
+      spans_.back().end = std::max(spans_.back().end, interval.end);
+      return;
+    }
+    spans_.push_back(interval);
+  }
 
   IntervalSet unite(const IntervalSet& other) const;
   IntervalSet intersect(const IntervalSet& other) const;
@@ -40,8 +49,17 @@ class IntervalSet {
   // length() of clip(from, to), without building it.
   int64_t length_within(int64_t from, int64_t to) const;
   // |this ∩ [from, to)| for many windows in increasing order is cheaper through this cursor
-  // form: `hint` is the index to start the search from and is advanced.
-  int64_t length_within(int64_t from, int64_t to, std::size_t& hint) const;
+  // form: `hint` is the index to start the search from and is advanced. Inline: called once
+  // per collective by several analyses.
+  int64_t length_within(int64_t from, int64_t to, std::size_t& hint) const {
+    if (to <= from) return 0;
+    while (hint < spans_.size() && spans_[hint].end <= from) ++hint;
+    int64_t total = 0;
+    for (std::size_t k = hint; k < spans_.size() && spans_[k].begin < to; ++k) {
+      total += std::min(spans_[k].end, to) - std::max(spans_[k].begin, from);
+    }
+    return total;
+  }
 
   bool empty() const { return spans_.empty(); }
   std::size_t size() const { return spans_.size(); }

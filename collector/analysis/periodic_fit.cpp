@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <numeric>
 #include <vector>
 
 #include "analysis/robust_stats.h"
@@ -44,11 +45,27 @@ PeriodicFit PeriodicFit::of(const std::vector<bool>& spike, const std::vector<bo
   // With spikes in an eighth of the steps or more, most phases have 3: counting adds work.
   const bool sparse = 8 * spike_steps.size() < steps;
   std::vector<std::size_t> hits_of(max_period + 1, 3);
+  // A rank late in every present step (a persistent straggler): each phase has hits ==
+  // positions, and its off-phase rate is 1 wherever any present step is off the phase, so the
+  // "hits no more than n·q" test below rejects it. Only a phase holding every present step can
+  // pass: periods dividing the gcd of the present steps' distances. Skipping the others gives
+  // the same fit without scanning every phase of every period (7% of analyze() on 8000 steps).
+  const bool every_step = spikes == steps && tests_factor > alpha;
+  std::size_t present_gcd = 0;
+  if (every_step) {
+    std::size_t k0 = end;
+    for (std::size_t k = first; k < end; ++k) {
+      if (!present[k]) continue;
+      if (k0 == end) k0 = k;
+      present_gcd = std::gcd(present_gcd, k - k0);
+    }
+  }
   for (std::size_t p = 2; p <= max_period; ++p) {
     // No phase of p (or of any longer period) has more positions than this, and a score never
     // exceeds its positions: nothing later can beat the best (a rank late in every step would
     // otherwise scan every period).
     if (static_cast<long>((end - first + p - 1) / p) <= best_score) break;
+    if (every_step && present_gcd % p != 0) continue;
     if (sparse) {
       std::fill(hits_of.begin(), hits_of.begin() + static_cast<std::ptrdiff_t>(p), 0);
       for (std::size_t k : spike_steps) ++hits_of[k % p];
