@@ -30,6 +30,28 @@ int32_t step_at(const StepPlan& plan, int64_t t) {
   return t < step->end ? static_cast<int32_t>(step - plan.steps.begin()) : -1;
 }
 
+// step_at for a rank's calls in order: the last step found is checked first (calls of one step
+// follow each other), a binary search otherwise; the same step either way.
+class StepCursor {
+ public:
+  explicit StepCursor(const StepPlan& plan) : plan_(plan) {}
+  int32_t step_at(int64_t t) {
+    const auto& steps = plan_.steps;
+    if (last_ < steps.size() && steps[last_].begin <= t) {
+      // upper_bound - 1: the last step whose begin is <= t.
+      while (last_ + 1 < steps.size() && steps[last_ + 1].begin <= t) ++last_;
+      return t < steps[last_].end ? static_cast<int32_t>(last_) : -1;
+    }
+    const int32_t s = analysis::step_at(plan_, t);
+    if (s >= 0) last_ = static_cast<std::size_t>(s);
+    return s;
+  }
+
+ private:
+  const StepPlan& plan_;
+  std::size_t last_ = static_cast<std::size_t>(-1);
+};
+
 // |compute ∩ [from, to)| for a rank's calls in order: the cursor form of length_within while
 // the windows move forward (calls on one stream), a fresh search when one starts earlier
 // (another stream's call); the same figure either way.
@@ -84,10 +106,11 @@ std::vector<CrossNodeComm> CrossNodeComm::find(const model::JobTrace& job,
       int32_t prev_step = -1;
       int64_t prev_end = 0;
       ComputeCursor compute{a.compute};
+      StepCursor steps{plan};
       for (std::size_t c = 0; c < rank.calls.size(); ++c) {
         const model::CallEvent& call = rank.calls[c];
         if (call.comm_id != id || !format::is_collective(call.func) || !call.has_gpu()) continue;
-        const int32_t step = step_at(plan, call.gpu_start_ns);
+        const int32_t step = steps.step_at(call.gpu_start_ns);
         if (step < static_cast<int32_t>(plan.warmup)) continue;
         ++count;
         if (bytes.size() < 100'000) bytes.push_back(call.bytes());

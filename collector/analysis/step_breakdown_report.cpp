@@ -37,8 +37,19 @@ class ObjectBuilder {
   nlohmann::json::object_t object_;
 };
 
-// The StepTimes fields, keys in sorted order (see ObjectBuilder).
-nlohmann::json times_json(const StepTimes& t, BreakdownBasis basis, std::size_t n) {
+// Which steps a per_step entry covers: keys that go in among the StepTimes ones.
+struct StepIds {
+  std::size_t step = 0, last_step = 0, merged_steps = 0;
+  bool warmup = false;
+  double step_us_max = 0;
+  bool has_max = false;
+};
+
+// The StepTimes fields (and a per_step entry's StepIds), keys in sorted order (see
+// ObjectBuilder): per_step entries used to get their five keys by operator[] afterwards, a map
+// lookup and insert each, for every rank x step.
+nlohmann::json times_json(const StepTimes& t, BreakdownBasis basis, std::size_t n,
+                          const StepIds* ids = nullptr) {
   const double d = static_cast<double>(std::max<std::size_t>(1, n));
   auto mean = [d](int64_t ns) { return us(ns) / d; };
   ObjectBuilder j;
@@ -50,16 +61,26 @@ nlohmann::json times_json(const StepTimes& t, BreakdownBasis basis, std::size_t 
         .add("exposed_wait_us", mean(t.exposed_wait_ns))
         .add("idle_before_comm_us", mean(t.idle_before_comm_ns))
         .add("idle_other_us", mean(t.idle_other_ns))
-        .add("idle_step_boundary_us", mean(t.idle_step_boundary_ns))
-        .add("memcpy_us", mean(t.memcpy_ns))
-        .add("smi_util_pct", pct(t.compute_ns + t.exposed_ns(), t.step_ns))
-        .add("step_us", mean(t.step_ns))
-        .add("useful_compute_pct", pct(t.compute_ns, t.step_ns));
+        .add("idle_step_boundary_us", mean(t.idle_step_boundary_ns));
+    if (ids) j.add("last_step", ids->last_step);
+    j.add("memcpy_us", mean(t.memcpy_ns));
+    if (ids) j.add("merged_steps", ids->merged_steps);
+    j.add("smi_util_pct", pct(t.compute_ns + t.exposed_ns(), t.step_ns));
+    if (ids) j.add("step", ids->step);
+    j.add("step_us", mean(t.step_ns));
+    if (ids && ids->has_max) j.add("step_us_max", ids->step_us_max);
+    j.add("useful_compute_pct", pct(t.compute_ns, t.step_ns));
   } else {
     j.add("host_between_us", mean(t.host_between_ns))
-        .add("host_in_nccl_us", mean(t.host_in_nccl_ns))
-        .add("step_us", mean(t.step_ns));
+        .add("host_in_nccl_us", mean(t.host_in_nccl_ns));
+    if (ids)
+      j.add("last_step", ids->last_step)
+          .add("merged_steps", ids->merged_steps)
+          .add("step", ids->step);
+    j.add("step_us", mean(t.step_ns));
+    if (ids && ids->has_max) j.add("step_us_max", ids->step_us_max);
   }
+  if (ids) j.add("warmup", ids->warmup);
   return j.done();
 }
 
@@ -105,13 +126,14 @@ nlohmann::json StepBreakdownReport::per_step_json(const RankBreakdown& r, std::s
       sum += r.steps[k].times;
       longest = std::max(longest, r.steps[k].times.step_ns);
     }
-    nlohmann::json st = times_json(sum, r.basis, last - first);
-    st["step"] = r.steps[first].index + 1;
-    st["last_step"] = r.steps[last - 1].index + 1;
-    st["merged_steps"] = last - first;
-    st["warmup"] = r.steps[first].warmup;
-    if (last - first > 1) st["step_us_max"] = us(longest);
-    return st;
+    StepIds ids;
+    ids.step = r.steps[first].index + 1;
+    ids.last_step = r.steps[last - 1].index + 1;
+    ids.merged_steps = last - first;
+    ids.warmup = r.steps[first].warmup;
+    ids.has_max = last - first > 1;
+    ids.step_us_max = us(longest);
+    return times_json(sum, r.basis, last - first, &ids);
   };
   nlohmann::json out = nlohmann::json::array();
   std::size_t warmup = 0;
