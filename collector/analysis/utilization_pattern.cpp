@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
+#include <span>
 
 #include "model/median.h"
 
@@ -42,15 +42,21 @@ double sawtooth_share(const std::vector<const RankBreakdown*>& ranks) {
 // median boundary idle.
 std::vector<std::size_t> save_spikes(const std::vector<const RankBreakdown*>& ranks,
                                      int64_t step_ns) {
-  std::map<std::size_t, std::size_t> count;  // step -> ranks spiking there
-  std::map<std::size_t, std::size_t> seen;
-  const int64_t threshold = static_cast<int64_t>(kDropShare * static_cast<double>(step_ns));
+  // Per step index (vectors, not maps: a lookup per rank x step was most of judge()).
+  std::size_t nsteps = 0;
   for (const RankBreakdown* r : ranks) {
-    std::vector<int64_t> idle;
+    for (const StepBreakdown& s : r->steps) nsteps = std::max(nsteps, s.index + 1);
+  }
+  std::vector<std::size_t> count(nsteps, 0);  // step -> ranks spiking there
+  std::vector<std::size_t> seen(nsteps, 0);   // step -> ranks with it as a steady step
+  const int64_t threshold = static_cast<int64_t>(kDropShare * static_cast<double>(step_ns));
+  std::vector<int64_t> idle;
+  for (const RankBreakdown* r : ranks) {
+    idle.clear();
     for (const StepBreakdown& s : r->steps) {
       if (!s.warmup) idle.push_back(s.times.idle_step_boundary_ns);
     }
-    const int64_t usual = model::median(idle);
+    const int64_t usual = model::median_in_place(std::span<int64_t>(idle));
     for (const StepBreakdown& s : r->steps) {
       if (s.warmup) continue;
       ++seen[s.index];
@@ -58,8 +64,10 @@ std::vector<std::size_t> save_spikes(const std::vector<const RankBreakdown*>& ra
     }
   }
   std::vector<std::size_t> out;
-  for (const auto& [step, n] : count) {
-    if (static_cast<double>(n) >= kMostRanks * static_cast<double>(seen[step]) && n > 0) {
+  for (std::size_t step = 0; step < nsteps; ++step) {
+    const std::size_t n = count[step];
+    if (seen[step] && static_cast<double>(n) >= kMostRanks * static_cast<double>(seen[step]) &&
+        n > 0) {
       out.push_back(step);
     }
   }
