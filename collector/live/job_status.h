@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/losses.h"
 #include "ncclwatch/format.h"
 
 namespace ncclwatch::live {
@@ -46,6 +47,7 @@ struct RankStatus {
   format::Func last_func = format::Func::kUnknown;  // last call returned
   int64_t last_return_ns = 0;
   int64_t idle_ns = -1;  // since the last call returned, while not inside one (-1 unknown)
+  model::Losses losses;  // counted so far (segment, else the trace file's header)
 };
 
 struct CommStatus {

@@ -98,7 +98,7 @@ NodeSnapshot NodeMetricsReader::poll() {
     m.mode = h.mode;
     m.dropped = std::max(m.dropped, h.dropped);
     m.cupti_dropped = std::max(m.cupti_dropped, h.cupti_dropped);
-    m.in_flight_overflow = std::max(m.in_flight_overflow, h.in_flight_overflow);
+    m.in_flight_overflow = std::max(m.in_flight_overflow, h.losses.in_flight_overflow);
     r.in_flight =
         m.live ? view.in_flight(/*active_only=*/true) : std::vector<format::InFlightSlot>{};
     if (r.trace_path.empty()) r.trace_path = view.trace_path();

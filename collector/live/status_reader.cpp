@@ -184,6 +184,7 @@ JobStatus StatusReader::read() {
     std::vector<format::InFlightSlot> active;
     std::vector<format::Record> unwritten;  // dead owner: ring records its trace never got
     std::string trace_path;
+    model::Losses losses;
   };
   std::vector<SegmentInfo> segments;
   for (const auto& name : trace::list_segments(options_.job)) {
@@ -204,6 +205,7 @@ JobStatus StatusReader::read() {
              trace::process_alive(view.header().process.pid);
     s.active = view.in_flight(/*active_only=*/true);
     s.trace_path = view.trace_path();
+    s.losses = model::Losses::of(view.header());
     if (!s.live) {
       // Nobody writes any more: what the drain thread never wrote is still in the ring (read like
       // salvage does, without touching anything).
@@ -259,6 +261,7 @@ JobStatus StatusReader::read() {
     for (const auto& [key, oc] : fs->open) rs.open_calls.push_back(oc);
     rs.last_func = fs->last_func;
     rs.last_return_ns = fs->last_return_ns;
+    rs.losses = model::Losses::of(fs->header);
     if (fs->open.empty() && fs->last_return_ns > 0 && fs->alive_until_ns >= fs->last_return_ns)
       rs.idle_ns = fs->alive_until_ns - fs->last_return_ns;
     if (st.job.empty()) st.job = trace::bounded_string(p.job, sizeof p.job);
@@ -271,6 +274,7 @@ JobStatus StatusReader::read() {
     if (s.process.rank >= 0) rs.rank = s.process.rank;
     rs.from_segment = true;
     rs.live = s.live;
+    rs.losses = s.losses;  // the owner's running counts: never behind the file's header
     if (!s.live) {
       // The dead process's last records and the calls it died in.
       FileState tail;

@@ -36,6 +36,12 @@ std::string state_of(const RankStatus& r) {
   return "?";                         // trace only: another node, or died without a segment here
 }
 
+nlohmann::ordered_json losses_json(const model::Losses& losses) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const auto& e : losses.entries()) j[e.key] = e.count;
+  return j;
+}
+
 std::string ranks_text(const std::vector<int32_t>& ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + match::format_rank_list(ranks);
 }
@@ -72,6 +78,16 @@ std::string render_status_text(const JobStatus& st) {
     out +=
         fmt::format("{:>5}  {:<16} {:>8}  {:<6}  {}\n", r.rank >= 0 ? std::to_string(r.rank) : "?",
                     r.host.substr(0, 16), r.pid, state_of(r), now);
+  }
+  // Losses under the table: the progress above may be missing calls the ring could not hold.
+  for (const auto& r : st.ranks) {
+    std::string lost;
+    for (const auto& e : r.losses.entries()) {
+      if (e.count > 0)
+        lost += fmt::format("{}{} {} {}", lost.empty() ? "" : "; ", e.label, e.count, e.unit);
+    }
+    if (!lost.empty())
+      out += fmt::format("  rank {} lost: {}\n", r.rank >= 0 ? std::to_string(r.rank) : "?", lost);
   }
   for (const auto& c : st.comms) {
     out += fmt::format("\ncomm {} ({} ranks", comm_hex(c.id),
@@ -124,7 +140,8 @@ nlohmann::ordered_json render_status_json(const JobStatus& st) {
          {"in_flight", open},
          {"last_returned_op",
           r.last_func != Func::kUnknown ? json(match::func_name(r.last_func)) : json(nullptr)},
-         {"idle_s", r.idle_ns >= 0 ? json(static_cast<double>(r.idle_ns) / 1e9) : json(nullptr)}});
+         {"idle_s", r.idle_ns >= 0 ? json(static_cast<double>(r.idle_ns) / 1e9) : json(nullptr)},
+         {"losses", losses_json(r.losses)}});
   }
   j["ranks"] = ranks;
   json comms = json::array();

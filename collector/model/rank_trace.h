@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/losses.h"
 #include "ncclwatch/format.h"
 
 namespace ncclwatch::model {
@@ -148,10 +149,9 @@ struct RankInfo {
   std::string job;
   std::string pci_bus_id;
   int64_t pid = 0;
-  std::string source;    // file it came from
-  uint64_t records = 0;  // records read
-  uint64_t dropped = 0;  // ring drops
-  uint64_t cupti_dropped = 0;
+  std::string source;     // file it came from
+  uint64_t records = 0;   // records read
+  Losses losses;          // what the shim counted instead of recording (trace header)
   uint64_t skipped = 0;   // records the reader rejected
   bool salvaged = false;  // recovered from a dead process's segment
   bool complete = true;   // file closed normally

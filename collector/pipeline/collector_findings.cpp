@@ -35,7 +35,7 @@ std::string drop_note(const model::JobTrace& job,
   for (int32_t r : ranks) {
     auto it = index.find(r);
     if (it == index.end()) continue;
-    dropped += job.ranks[it->second].info.dropped;
+    dropped += job.ranks[it->second].info.losses.ring_full;
     cut = cut || !job.ranks[it->second].info.complete;
   }
   std::string note;
@@ -169,8 +169,8 @@ void rank_findings(const model::JobTrace& job, model::Report& report) {
   std::vector<int32_t> dropping, cut, salvaged;
   uint64_t dropped = 0;
   for (const auto& r : job.ranks) {
-    if (r.info.dropped + r.info.cupti_dropped > 0) dropping.push_back(r.info.rank);
-    dropped += r.info.dropped + r.info.cupti_dropped;
+    if (r.info.losses.ring_full > 0) dropping.push_back(r.info.rank);
+    dropped += r.info.losses.ring_full;
     if (r.info.salvaged) salvaged.push_back(r.info.rank);
     if (!r.info.complete && !r.info.salvaged) cut.push_back(r.info.rank);
   }
@@ -225,6 +225,7 @@ void add_collector_findings(const model::JobTrace& job, const model::MatchResult
   comm_findings(job, match, report);
   rank_findings(job, report);
   clock_findings(clock, report);
+  add_loss_finding(job, report);
   uint64_t instances = 0, incomplete = 0, desyncs = 0;
   for (const auto& c : match.comms) {
     instances += c.instances;

@@ -33,8 +33,10 @@ json ranks_json(const model::JobTrace& job, const model::ClockAlignment& clock) 
                     {"p2p", p2p},
                     {"gpu_timed", gpu},
                     {"timing", model::timing_name(r.info.timing)},
-                    {"dropped", r.info.dropped},
-                    {"cupti_dropped", r.info.cupti_dropped},
+                    {"dropped", r.info.losses.ring_full},
+                    {"cupti_dropped", r.info.losses.cupti_dropped},
+                    {"lost", r.info.losses.lost()},
+                    {"losses", losses_json(r.info.losses)},
                     {"skipped", r.info.skipped},
                     {"salvaged", r.info.salvaged},
                     {"complete", r.info.complete},
@@ -52,6 +54,7 @@ void add_collector_json(const model::JobTrace& job, const model::MatchResult& ma
   j["schema_version"] = kSchemaVersion;
   j["job"] = job.job;
   j["ranks"] = ranks_json(job, clock);
+  add_loss_json(job, report);
   json comms = json::array();
   for (const auto& c : match.comms) {
     comms.push_back({{"id", comm_hex(c.id)},

@@ -36,6 +36,14 @@ void add_input_problems_section(const model::JobTrace& job, model::Report& repor
 void add_collector_json(const model::JobTrace& job, const model::MatchResult& match,
                         const model::ClockAlignment& clock, model::Report& report);
 
+// Losses (collector_losses.cpp): the first warning, the section "Losses" (empty text when no
+// rank lost anything), the JSON `losses` object and `ranks[].losses`.
+void add_loss_finding(const model::JobTrace& job, model::Report& report);
+void add_loss_json(const model::JobTrace& job, model::Report& report);
+std::string losses_table(const model::JobTrace& job);
+nlohmann::json losses_json(const model::Losses& losses);
+std::string describe_losses(const model::Losses& losses);  // "ring full 12 records; ..."
+
 inline constexpr int kSchemaVersion = 1;
 
 }  // namespace ncclwatch::pipeline

@@ -29,17 +29,17 @@ RankCounts count_calls(const model::RankTrace& r) {
 std::string rank_row(const model::RankTrace& r) {
   RankCounts c = count_calls(r);
   std::string state = r.info.salvaged ? "salvaged" : (r.info.complete ? "" : "cut short");
-  return fmt::format("{:>5}  {:<16} {:>4} {:>8} {:>9} {:>9} {:>7}  {:<11} {:>9} {:>8}  {}\n",
+  return fmt::format("{:>5}  {:<16} {:>4} {:>8} {:>9} {:>9} {:>7}  {:<11} {:>9} {:>8} {:>6}  {}\n",
                      r.info.rank < 0 ? std::string("?") : std::to_string(r.info.rank),
                      r.info.host.substr(0, 16), r.info.device, r.info.pid, r.calls.size(), c.colls,
-                     c.p2p, model::timing_name(r.info.timing), c.gpu,
-                     r.info.dropped + r.info.cupti_dropped, state);
+                     c.p2p, model::timing_name(r.info.timing), c.gpu, r.info.losses.dropped(),
+                     r.info.losses.lost(), state);
 }
 
 std::string ranks_table(const model::JobTrace& job, std::size_t max_rows) {
-  std::string body =
-      fmt::format("{:>5}  {:<16} {:>4} {:>8} {:>9} {:>9} {:>7}  {:<11} {:>9} {:>8}\n", "rank",
-                  "host", "dev", "pid", "calls", "colls", "p2p", "timing", "gpu-timed", "dropped");
+  std::string body = fmt::format(
+      "{:>5}  {:<16} {:>4} {:>8} {:>9} {:>9} {:>7}  {:<11} {:>9} {:>8} {:>6}\n", "rank", "host",
+      "dev", "pid", "calls", "colls", "p2p", "timing", "gpu-timed", "dropped", "lost");
   const std::size_t n = job.ranks.size();
   if (n <= max_rows) {
     for (const auto& r : job.ranks) body += rank_row(r);
@@ -50,7 +50,7 @@ std::string ranks_table(const model::JobTrace& job, std::size_t max_rows) {
   for (std::size_t i = 0; i < n; ++i) {
     const auto& info = job.ranks[i].info;
     bool edge = i < 4 || i + 4 >= n;
-    bool notable = info.dropped + info.cupti_dropped > 0 || !info.complete || info.salvaged;
+    bool notable = info.losses.any() || !info.complete || info.salvaged;
     if (edge || (notable && shown < max_rows)) {
       body += rank_row(job.ranks[i]);
       ++shown;
@@ -107,6 +107,8 @@ void add_collector_sections(const model::JobTrace& job, const model::MatchResult
                             const model::ClockAlignment& clock, std::size_t max_rank_rows,
                             model::Report& report) {
   report.sections.push_back({"Ranks", ranks_table(job, max_rank_rows)});
+  if (std::string losses = losses_table(job); !losses.empty())
+    report.sections.push_back({"Losses", std::move(losses)});
   report.sections.push_back({"Communicators", comms_table(match)});
   if (!match.incomplete.empty())
     report.sections.push_back({"Incomplete instances", incomplete_table(match)});

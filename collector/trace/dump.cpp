@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "model/losses.h"
 #include "trace/record_check.h"
 #include "trace/record_json.h"
 #include "trace/record_names.h"
@@ -61,6 +62,11 @@ nlohmann::ordered_json header_json(const format::TraceHeader& h) {
   j["dropped"] = h.dropped;
   j["cupti_dropped"] = h.cupti_dropped;
   j["mode"] = h.mode;
+  // Every other loss the shim counted (zero for files older than layout version 3).
+  nlohmann::ordered_json losses = nlohmann::ordered_json::object();
+  const auto all = model::Losses::of(h);
+  for (const auto& f : format::kLossFields) losses[f.key] = all.counts.*f.counter;
+  j["losses"] = losses;
   return j;
 }
 
@@ -121,6 +127,13 @@ int dump_trace(const std::string& path, const DumpOptions& options, std::FILE* o
       "ncclwatch dump: {}: {} records, {} printed, {} invalid; job '{}' host '{}' pid {} rank {}\n",
       path, index, printed, invalid, bounded_string(p.job, sizeof p.job),
       bounded_string(p.host, sizeof p.host), p.pid, p.rank);
+  // The file holds fewer records than the process made: say so next to the count.
+  std::string lost;
+  for (const auto& e : model::Losses::of(reader.header()).entries()) {
+    if (e.count > 0)
+      lost += fmt::format("{}{} {} {}", lost.empty() ? "" : "; ", e.label, e.count, e.unit);
+  }
+  if (!lost.empty()) fmt::print(err, "ncclwatch dump: {}: lost: {}\n", path, lost);
   return 0;
 }
 

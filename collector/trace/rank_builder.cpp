@@ -37,8 +37,7 @@ RankBuilder::RankBuilder(const format::TraceHeader& header, std::string source) 
   }
   info.local_rank = std::max(p.local_rank, -1);
   info.device = std::max(p.device, -1);
-  info.dropped = header.dropped;
-  info.cupti_dropped = header.cupti_dropped;
+  info.losses = model::Losses::of(header);
   info.salvaged = header.state == format::kTraceStateSalvaged;
   info.complete = header.state == format::kTraceStateClosed || info.salvaged;
   constexpr int64_t kMaxTimeNs = int64_t{1} << 62;  // as record_check: beyond it is damage

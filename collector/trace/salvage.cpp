@@ -143,7 +143,7 @@ bool copy_records(const TraceDir& from, const std::string& name, const SegmentVi
 }
 
 format::TraceHeader final_header(const Target& t, const SegmentView& seg, uint64_t records,
-                                 bool appended) {
+                                 bool appended, const SalvageResult& res) {
   format::TraceHeader h = t.header;
   const auto& s = seg.header();
   h.magic = format::kTraceMagic;
@@ -167,6 +167,11 @@ format::TraceHeader final_header(const Target& t, const SegmentView& seg, uint64
   h.dropped = s.dropped;
   h.cupti_dropped = s.cupti_dropped;
   h.mode = s.mode;
+  // The segment's counters are the process's whole run; what this salvage could not recover
+  // (holes, positions already overwritten) is lost too and said so in the same place.
+  h.losses = s.losses;
+  h.losses.ring_holes += res.holes;
+  h.losses.ring_overwritten += res.overwritten;
   return h;
 }
 
@@ -283,7 +288,7 @@ bool finish(Target& t, const SegmentView& seg, SalvageResult& res, std::string& 
   }
   res.appended = written - t.records - res.in_flight;
 
-  const format::TraceHeader header = final_header(t, seg, written, written != t.records);
+  const format::TraceHeader header = final_header(t, seg, written, written != t.records, res);
   res.rank = header.process.rank;
   if (!write_all(t.fd, &header, sizeof header, 0) || ::fsync(t.fd) != 0) {
     why = fmt::format("cannot finish {}: {}", t.path, std::strerror(errno));

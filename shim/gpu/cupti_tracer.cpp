@@ -106,10 +106,18 @@ void CUPTIAPI CuptiTracer::on_buffer_completed(CUcontext ctx, uint32_t stream_id
   {
     std::lock_guard<std::mutex> lock(t.convert_mutex_);
     if (t.converter_) {
-      zero_before = t.converter_->stats().zero_timestamps;
+      const ConverterStats before = t.converter_->stats();
+      const uint64_t names_before = t.converter_->strings().overflowed();
+      zero_before = before.zero_timestamps;
       if (t.clock_.measured()) t.clock_.remeasure();
       t.converter_->convert_buffer(t.api_.ActivityGetNextRecord, buffer, valid);
-      zero_after = t.converter_->stats().zero_timestamps;
+      const ConverterStats& after = t.converter_->stats();
+      zero_after = after.zero_timestamps;
+      // What this buffer lost goes into the trace header, so the report can say it undercounts.
+      add_loss(&format::LossCounts::kernels_filtered, after.filtered - before.filtered);
+      add_loss(&format::LossCounts::cupti_unknown, after.unknown - before.unknown);
+      add_loss(&format::LossCounts::names_lost,
+               t.converter_->strings().overflowed() - names_before);
     }
   }
   if (t.pool_) t.pool_->release(buffer);

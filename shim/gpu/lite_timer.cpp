@@ -68,7 +68,7 @@ LiteTimer::Slot* LiteTimer::arm(const InFlightCall& call, uint64_t stream,
   uint64_t pos = head_.load(std::memory_order_relaxed);
   do {
     if (pos - tail_.load(std::memory_order_acquire) >= kSlots) {
-      skipped_.fetch_add(1, std::memory_order_relaxed);
+      count_untimed();
       return nullptr;
     }
   } while (!head_.compare_exchange_weak(pos, pos + 1, std::memory_order_acq_rel));
@@ -81,7 +81,7 @@ LiteTimer::Slot* LiteTimer::arm(const InFlightCall& call, uint64_t stream,
   if (cudart_.EventRecord(s.start, reinterpret_cast<cudaStream_t>(stream)) != cudaSuccess) {
     cudart_.GetLastError();  // ours, not the application's: do not leave it sticky
     s.state.store(kDiscard, std::memory_order_release);
-    skipped_.fetch_add(1, std::memory_order_relaxed);
+    count_untimed();
     return nullptr;
   }
   s.state.store(kArmed, std::memory_order_release);
@@ -113,12 +113,16 @@ void LiteTimer::before_call(const InFlightCall& call) noexcept {
 
 void LiteTimer::after_call(const InFlightCall&, int result) noexcept {
   // ncclSuccess (0) or ncclInProgress (7): the work is (being) enqueued.
-  bool ok = result == 0 || result == 7;
+  // A failed call enqueued nothing: no GPU time to lose. A call that worked and whose end event
+  // could not be recorded is untimed, and counted.
+  const bool enqueued = result == 0 || result == 7;
   for (int i = 0; i < tls.n_armed; ++i) {
     Slot* s = static_cast<Slot*>(tls.armed[i]);
+    bool ok = enqueued;
     if (ok &&
         cudart_.EventRecord(s->end, reinterpret_cast<cudaStream_t>(s->stream)) != cudaSuccess) {
       cudart_.GetLastError();
+      count_untimed();
       ok = false;
     }
     s->state.store(ok ? kPending : kDiscard, std::memory_order_release);
@@ -156,7 +160,7 @@ std::size_t LiteTimer::poll() noexcept {
         ++emitted;
       } else {
         cudart_.GetLastError();
-        skipped_.fetch_add(1, std::memory_order_relaxed);
+        count_untimed();
       }
     }
     s.state.store(kFree, std::memory_order_release);

@@ -64,6 +64,11 @@ class LiteTimer {
   int64_t anchored_at_ns_ = 0;
   int device_ = 0;
   std::atomic<uint64_t> skipped_{0};
+  // One call or group left untimed: counted here (tests) and in the trace header (the report).
+  void count_untimed() noexcept {
+    skipped_.fetch_add(1, std::memory_order_relaxed);
+    add_loss(&format::LossCounts::lite_untimed);
+  }
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

@@ -17,7 +17,8 @@ format::InFlightSlot* claim_in_flight_slot(format::SegmentHeader* header, uint32
       return &slot;
     }
   }
-  std::atomic_ref<uint64_t>(header->in_flight_overflow).fetch_add(1, std::memory_order_relaxed);
+  std::atomic_ref<uint64_t>(header->losses.in_flight_overflow)
+      .fetch_add(1, std::memory_order_relaxed);
   return nullptr;
 }
 

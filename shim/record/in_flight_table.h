@@ -16,7 +16,8 @@ namespace ncclwatch::shim {
 class Ring;
 
 // Claims a free slot of `header` for thread `tid` (CAS on owner_tid). nullptr when all are
-// taken (counted in header->in_flight_overflow). Off the hot path: once per thread and recorder.
+// taken (counted in header->losses.in_flight_overflow). Off the hot path: once per thread and
+// recorder.
 format::InFlightSlot* claim_in_flight_slot(format::SegmentHeader* header, uint32_t tid) noexcept;
 
 // Frees a slot claimed by the calling thread (thread exit).

@@ -216,6 +216,12 @@ void add_cupti_dropped(uint64_t n) noexcept {
   if (r != nullptr) Ring::counter(r->header()->cupti_dropped).fetch_add(n);
 }
 
+void add_loss(uint64_t format::LossCounts::*counter, uint64_t n) noexcept {
+  RecorderInstance* r = g_recorder.load(std::memory_order_acquire);
+  if (r != nullptr && n > 0)
+    std::atomic_ref<uint64_t>(r->header()->losses.*counter).fetch_add(n, std::memory_order_relaxed);
+}
+
 void set_timing_mode(uint32_t mode) noexcept {
   RecorderInstance* r = g_recorder.load(std::memory_order_acquire);
   if (r != nullptr) std::atomic_ref<uint32_t>(r->header()->mode).store(mode);

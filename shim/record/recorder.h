@@ -38,8 +38,10 @@ bool emit(const format::Record& record) noexcept;
 void mark_entered(const format::CallEntry& entry) noexcept;
 void mark_returned() noexcept;
 
-// Header counters and mode (off the hot path).
+// Header counters and mode. add_loss is one relaxed atomic add into the segment (format.h,
+// LossCounts), cheap enough for the hot path's rare give-up branches (lite mode out of slots).
 void add_cupti_dropped(uint64_t n) noexcept;
+void add_loss(uint64_t format::LossCounts::*counter, uint64_t n = 1) noexcept;
 void set_timing_mode(uint32_t mode) noexcept;  // SegmentHeader::mode values
 
 // The NCCL call the calling thread is inside right now (set by the wrappers for the duration of

@@ -195,6 +195,8 @@ void RecorderInstance::finish() {
     if (write_failed_ || ring_.pending() == 0) break;
     if (spins >= 20 && ring_.hole_at_read()) {
       ring_.skip_hole();
+      std::atomic_ref<uint64_t>(segment_->header()->losses.ring_holes)
+          .fetch_add(1, std::memory_order_relaxed);
       continue;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -202,7 +204,12 @@ void RecorderInstance::finish() {
   format::SegmentHeader* h = segment_->header();
   uint64_t dropped = Ring::counter(h->dropped).load();
   uint64_t cupti = Ring::counter(h->cupti_dropped).load();
-  writer_->close(h->process, dropped, cupti, h->mode);
+  // Atomic loads: a CUPTI or application thread may still be counting.
+  format::LossCounts losses{};
+  for (const auto& field : format::kLossFields)
+    losses.*field.counter =
+        std::atomic_ref<uint64_t>(h->losses.*field.counter).load(std::memory_order_relaxed);
+  writer_->close(h->process, dropped, cupti, h->mode, losses);
   if (!write_failed_) {
     std::atomic_ref<uint32_t>(h->state).store(format::kSegmentStateClosed);
     segment_->remove();

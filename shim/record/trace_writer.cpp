@@ -101,7 +101,7 @@ bool TraceWriter::append(const format::Record* records, uint64_t n) {
 }
 
 bool TraceWriter::close(const format::ProcessInfo& process, uint64_t dropped,
-                        uint64_t cupti_dropped, uint32_t mode) {
+                        uint64_t cupti_dropped, uint32_t mode, const format::LossCounts& losses) {
   if (fd_ < 0) return false;
   format::TraceHeader header{};
   header.magic = format::kTraceMagic;
@@ -114,6 +114,7 @@ bool TraceWriter::close(const format::ProcessInfo& process, uint64_t dropped,
   header.dropped = dropped;
   header.cupti_dropped = cupti_dropped;
   header.mode = mode;
+  header.losses = losses;
   bool ok = ::pwrite(fd_, &header, sizeof header, 0) == static_cast<ssize_t>(sizeof header);
   ::close(fd_);
   fd_ = -1;

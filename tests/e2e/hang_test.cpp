@@ -172,6 +172,15 @@ TEST_F(Hang, RankKilledBetweenCollectivesWhileTheOthersBlockInTheNext) {
   EXPECT_NE(text.find("=> rank 2 never entered all_reduce #6; ranks 0-1,3 waiting in it"),
             std::string::npos)
       << text;
+  // Every rank's loss counters are in the JSON (nothing lost here: no "lost:" line either).
+  json now;
+  status(now);
+  for (const auto& r : now["ranks"]) {
+    EXPECT_EQ(r["losses"].size(), 9u) << r.dump();
+    EXPECT_EQ(r["losses"]["ring_full"], 0) << r.dump();
+    EXPECT_EQ(r["losses"]["lite_untimed"], 0) << r.dump();
+  }
+  EXPECT_EQ(text.find(" lost: "), std::string::npos) << text;
 
   // Watchdog: one line per waiting rank, once, even after more than twice NCCLWATCH_HANG_S.
   for (int r : {0, 1, 3}) {

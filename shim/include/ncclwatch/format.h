@@ -27,9 +27,12 @@
 namespace ncclwatch::format {
 
 // Version 2 added the per-thread in-flight slots of the segment header (InFlightSlot) and the
-// InFlightRecord kind. Trace files of version 1 hold the same record layouts minus that kind:
-// readers still load them (kMinTraceLayoutVersion); segments must match kLayoutVersion exactly.
-inline constexpr uint32_t kLayoutVersion = 2;
+// InFlightRecord kind. Version 3 added the loss counters (LossCounts) to both headers; in a
+// trace file they take the space that was reserved (zero) before, so a version 1 or 2 file reads
+// as "nothing of these kinds counted". Trace files of versions 1 and 2 hold the same record
+// layouts minus newer kinds: readers still load them (kMinTraceLayoutVersion); segments must
+// match kLayoutVersion exactly.
+inline constexpr uint32_t kLayoutVersion = 3;
 inline constexpr uint32_t kMinTraceLayoutVersion = 1;
 inline constexpr std::size_t kRecordSize = 64;
 inline constexpr std::size_t kHostNameSize = 64;
@@ -393,6 +396,46 @@ static_assert(sizeof(Record) == kRecordSize);
 static_assert(std::is_trivially_copyable_v<Record>);
 static_assert(std::is_standard_layout_v<CallRecord>);
 
+// What the shim counted instead of recording, besides the ring drops and CUPTI drops that the
+// headers carried since version 1 (version 3). Each counter says what the trace is missing, so the
+// report can say which figures undercount. Counters are std::atomic in practice in the segment
+// (relaxed adds: any thread may count), copied into the trace header when the file is closed or
+// salvaged. Field order is the order tools print them in; append only.
+struct LossCounts {
+  uint64_t lite_untimed;        // lite mode: calls/groups whose GPU interval was not measured
+                                // (every CUDA-event slot busy, or a CUDA event call failed)
+  uint64_t names_lost;          // kernel/NVTX names not interned (string table full): written as ""
+  uint64_t kernels_filtered;    // GPU activities left out by NCCLWATCH_KERNELS (by request)
+  uint64_t cupti_unknown;       // CUPTI activity records of a kind the shim does not convert
+  uint64_t ring_holes;          // ring positions claimed and never committed (writer stalled or
+                                // died mid-record), skipped at exit or by salvage
+  uint64_t in_flight_overflow;  // threads that found no free InFlightSlot: their calls have no
+                                // entry evidence (a hang inside them is not visible)
+  uint64_t ring_overwritten;    // salvage only: ring positions the trace file never got and the
+                                // ring no longer held
+  uint64_t reserved;
+};
+static_assert(sizeof(LossCounts) == 64);
+static_assert(std::is_trivially_copyable_v<LossCounts>);
+
+// The one table of LossCounts fields: the JSON key (`ncclwatch dump`, `status`, the report) and
+// the words for people ("string table full 34 names"), in field order.
+struct LossField {
+  uint64_t LossCounts::*counter;
+  const char* key;
+  const char* label;  // what was lost, followed by the count and `unit`
+  const char* unit;
+};
+inline constexpr LossField kLossFields[] = {
+    {&LossCounts::lite_untimed, "lite_untimed", "lite mode untimed", "calls"},
+    {&LossCounts::names_lost, "names_lost", "string table full", "names"},
+    {&LossCounts::kernels_filtered, "kernels_filtered", "NCCLWATCH_KERNELS filter", "kernels"},
+    {&LossCounts::cupti_unknown, "cupti_unknown", "unknown CUPTI activity", "records"},
+    {&LossCounts::ring_holes, "ring_holes", "ring holes", "records"},
+    {&LossCounts::in_flight_overflow, "in_flight_overflow", "no in-flight slot", "threads"},
+    {&LossCounts::ring_overwritten, "ring_overwritten", "overwritten before salvage", "records"},
+};
+
 // Identity of the writing process, copied into both the segment and the trace file header.
 struct ProcessInfo {
   char job[kJobIdSize];      // NUL-terminated
@@ -430,7 +473,7 @@ static_assert(sizeof(RingSlot) == 80);
 // writes, even when the entry is consistent; `active` = 1 from then until the call returns
 // (one store). Readers (drain thread, `ncclwatch status`, salvage) copy the slot and accept it
 // only if version was the same even value before and after the copy. A thread that finds no
-// free slot records without entry evidence (SegmentHeader::in_flight_overflow counts them).
+// free slot records without entry evidence (SegmentHeader::losses.in_flight_overflow counts them).
 inline constexpr std::size_t kInFlightSlots = 64;
 struct InFlightSlot {
   uint32_t owner_tid;  // 0 = free
@@ -461,11 +504,11 @@ struct SegmentHeader {
   uint64_t drained;                // records appended to the trace file so far
   uint32_t state;                  // kSegmentState*
   uint32_t mode;                   // 0 host-only, 1 full (CUPTI), 2 lite (CUDA events)
-  uint64_t in_flight_overflow;     // threads that found no free InFlightSlot (version 2)
-  uint64_t reserved[3];
+  uint64_t reserved[4];            // version 2 had in_flight_overflow here (now in losses)
+  alignas(64) LossCounts losses;   // version 3
   alignas(64) InFlightSlot in_flight[kInFlightSlots];  // version 2
 };
-static_assert(sizeof(SegmentHeader) == 704 + 64 * kInFlightSlots);
+static_assert(sizeof(SegmentHeader) == 768 + 64 * kInFlightSlots);
 static_assert(sizeof(SegmentHeader) % 64 == 0, "ring slots start cache-line aligned");
 
 // Trace file: TraceHeader, then records back to back. The header is rewritten in place on close
@@ -486,9 +529,10 @@ struct TraceHeader {
   uint64_t cupti_dropped;
   uint32_t mode;  // as SegmentHeader::mode
   uint32_t reserved0;
-  uint64_t reserved[8];
+  LossCounts losses;  // version 3; zero (then reserved) in versions 1 and 2
 };
 static_assert(sizeof(TraceHeader) == 320);
+static_assert(offsetof(TraceHeader, losses) == 256, "losses fill what versions 1-2 reserved");
 static_assert(std::is_trivially_copyable_v<TraceHeader>);
 
 // Size in bytes of one element of an ncclDataType_t; 0 for unknown values.

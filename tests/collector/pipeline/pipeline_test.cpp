@@ -65,7 +65,7 @@ TEST(Pipeline, DroppedRecordsAreNamedNextToTheMissingRank) {
   b.all_reduces(kComm, {0, 1, 2, 3}, 0, 5, 0, 1000);
   b.all_reduces(kComm, {0, 1, 3}, 5, 5, 10'000, 1000);
   b.all_reduces(kComm, {0, 1, 2, 3}, 10, 5, 20'000, 1000);
-  b.job.ranks[2].info.dropped = 42;
+  b.job.ranks[2].info.losses.ring_full = 42;
   PipelineResult res = run_pipeline(b.job, quiet());
   EXPECT_TRUE(has_finding(
       res.report, model::Severity::kWarning,
@@ -74,6 +74,59 @@ TEST(Pipeline, DroppedRecordsAreNamedNextToTheMissingRank) {
   EXPECT_TRUE(has_finding(res.report, model::Severity::kWarning, "it dropped 42 records"));
   EXPECT_TRUE(
       has_finding(res.report, model::Severity::kWarning, "rank 2 dropped 42 records (ring full)"));
+}
+
+// Every kind of loss is said in the first line of the report, in the rank table's `lost`
+// column, in the section "Losses" and in the JSON, each under its own name.
+TEST(Pipeline, EveryKindOfLossIsInTheFirstLinesTableAndJson) {
+  const auto kinds = model::Losses{}.entries();
+  for (std::size_t kind = 0; kind < kinds.size(); ++kind) {
+    SCOPED_TRACE(kinds[kind].key);
+    JobBuilder b(4);
+    b.comm(kComm, {0, 1, 2, 3});
+    b.all_reduces(kComm, {0, 1, 2, 3}, 0, 5, 0, 1000);
+    model::Losses& l = b.job.ranks[1].info.losses;
+    // Set one kind through the same table the report reads (entries() order = field order).
+    if (kind == 0)
+      l.ring_full = 1234;
+    else if (kind == 1)
+      l.cupti_dropped = 1234;
+    else
+      l.counts.*format::kLossFields[kind - 2].counter = 1234;
+    PipelineResult res = run_pipeline(b.job, quiet());
+    const std::string text = report::render_text(res.report);
+    const std::string first = text.substr(0, text.find('\n'));
+    EXPECT_NE(first.find("1,234 lost on 1 of 4 ranks"), std::string::npos) << text;
+    EXPECT_NE(first.find(std::string(kinds[kind].label) + " 1,234 " + kinds[kind].unit),
+              std::string::npos)
+        << first;
+    EXPECT_NE(first.find("undercount"), std::string::npos) << first;
+    // Rank table: `dropped` holds ring full + CUPTI dropped, `lost` the other kinds.
+    const std::string& table = res.report.sections[0].body;
+    EXPECT_NE(table.find("dropped   lost"), std::string::npos) << table;
+    EXPECT_NE(table.find(kind < 2 ? "1234      0" : "   0   1234"), std::string::npos) << table;
+    ASSERT_GE(res.report.sections.size(), 2u);
+    EXPECT_EQ(res.report.sections[1].title, "Losses");
+    EXPECT_NE(res.report.sections[1].body.find(kinds[kind].key), std::string::npos);
+    EXPECT_NE(res.report.sections[1].body.find("1,234"), std::string::npos);
+    const auto& j = res.report.json;
+    EXPECT_EQ(j["ranks"][1]["losses"][kinds[kind].key], 1234);
+    EXPECT_EQ(j["ranks"][0]["losses"][kinds[kind].key], 0);
+    EXPECT_EQ(j["losses"]["total"][kinds[kind].key], 1234);
+    EXPECT_EQ(j["losses"]["ranks"], nlohmann::json::array({1}));
+    EXPECT_EQ(j["losses"]["undercount"], true);
+  }
+}
+
+TEST(Pipeline, NoLossNoLine) {
+  JobBuilder b(2);
+  b.comm(kComm, {0, 1});
+  b.all_reduces(kComm, {0, 1}, 0, 5, 0, 1000);
+  PipelineResult res = run_pipeline(b.job, quiet());
+  EXPECT_EQ(report::render_text(res.report).find("lost on"), std::string::npos);
+  EXPECT_EQ(res.report.json["losses"]["undercount"], false);
+  EXPECT_EQ(res.report.json["losses"]["total"]["ring_full"], 0);
+  for (const auto& s : res.report.sections) EXPECT_NE(s.title, "Losses");
 }
 
 TEST(Pipeline, DesyncAndSizeDisagreement) {
@@ -129,7 +182,7 @@ TEST(Pipeline, CleanJobSaysSoAndFillsEveryKey) {
 
 TEST(Pipeline, ManyRanksTableIsSummarised) {
   JobBuilder b(300);
-  b.job.ranks[150].info.dropped = 3;
+  b.job.ranks[150].info.losses.ring_full = 3;
   PipelineResult res = run_pipeline(b.job, quiet());
   const std::string& body = res.report.sections[0].body;
   EXPECT_NE(body.find("300 ranks in all (9 shown"), std::string::npos) << body;

@@ -77,6 +77,30 @@ TEST(Dump, EveryRecordOneLineWithNamesResolved) {
       << c.err;
 }
 
+// The header line carries every loss counter; the summary line on stderr says what was lost.
+TEST(Dump, HeaderAndSummaryShowTheLosses) {
+  TempDir dir;
+  auto header = make_header(make_process("job", "h", 1, 0, 2), format::kTraceStateClosed, 1);
+  header.dropped = 7;
+  uint64_t n = 1;
+  for (const auto& f : format::kLossFields) header.losses.*f.counter = 10 * n++;
+  const auto path = dir.file("l.trace");
+  write_trace(path, header, {make_call(Func::kAllReduce, 1, 0, 10, 20)});
+  DumpOptions options;
+  options.header = true;
+  const auto c = run_dump(path, options);
+  EXPECT_EQ(c.rc, 0);
+  ASSERT_GE(c.lines.size(), 1u);
+  EXPECT_EQ(c.lines[0]["dropped"], 7);
+  n = 1;
+  for (const auto& f : format::kLossFields)
+    EXPECT_EQ(c.lines[0]["losses"][f.key], 10 * n++) << f.key;
+  EXPECT_NE(c.err.find("lost: ring full 7 records; lite mode untimed 10 calls; string table full "
+                       "20 names"),
+            std::string::npos)
+      << c.err;
+}
+
 TEST(Dump, KindsFilter) {
   TempDir dir;
   const auto path =

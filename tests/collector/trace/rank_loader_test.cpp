@@ -205,7 +205,36 @@ TEST(LoadRank, UnusableHeaderGivesEmptyTraceAndOneLine) {
   EXPECT_TRUE(t.calls.empty());
   EXPECT_FALSE(t.info.complete);
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_EQ(problems[0].message, "layout version 3, this ncclwatch reads versions 1 to 2");
+  EXPECT_EQ(problems[0].message, "layout version " + std::to_string(format::kLayoutVersion + 1) +
+                                     ", this ncclwatch reads versions 1 to " +
+                                     std::to_string(format::kLayoutVersion));
+}
+
+// Each loss counter of the header reaches RankInfo::losses in its own place; files of layout
+// versions 1 and 2 had that space reserved, so whatever it holds there is not a count.
+TEST(LoadRank, LossCountersAreReadFromVersionThreeHeadersOnly) {
+  TempDir dir;
+  auto header = make_header(make_process("j", "h", 5, 1, 2), format::kTraceStateClosed, 1);
+  const std::vector<format::Record> records = {make_call(Func::kAllReduce, 1, 0, 100, 200)};
+  header.dropped = 1;
+  header.cupti_dropped = 2;
+  uint64_t n = 3;
+  for (const auto& f : format::kLossFields) header.losses.*f.counter = n++;
+  write_trace(dir.file("v3.trace"), header, records);
+  std::vector<model::InputProblem> problems;
+  auto t = load_rank(dir.file("v3.trace"), problems);
+  for (const auto& p : problems) ADD_FAILURE() << p.message;
+  uint64_t expected = 1;
+  for (const auto& e : t.info.losses.entries()) EXPECT_EQ(e.count, expected++) << e.key;
+  EXPECT_EQ(t.info.losses.dropped(), 3u);
+  EXPECT_EQ(t.info.losses.lost(), expected * (expected - 1) / 2 - 3);
+
+  header.layout_version = 2;
+  write_trace(dir.file("v2.trace"), header, records);
+  t = load_rank(dir.file("v2.trace"), problems);
+  EXPECT_EQ(t.info.losses.ring_full, 1u);
+  EXPECT_EQ(t.info.losses.cupti_dropped, 2u);
+  EXPECT_EQ(t.info.losses.lost(), 0u);
 }
 
 TEST(LoadRank, NamesWithMissingChunksAndUnknownIds) {

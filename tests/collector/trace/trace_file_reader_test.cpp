@@ -119,7 +119,8 @@ TEST(TraceFileReader, WrongVersionAndSizesAreRejected) {
   write_trace(dir.file("a.trace"), header, {});
   EXPECT_FALSE(reader.open(dir.file("a.trace")));
   EXPECT_FALSE(reader.foreign());
-  EXPECT_EQ(reader.error(), "layout version 99, this ncclwatch reads versions 1 to 2");
+  EXPECT_EQ(reader.error(), "layout version 99, this ncclwatch reads versions 1 to " +
+                                std::to_string(format::kLayoutVersion));
 
   header = closed_header(0);
   header.record_size = 128;

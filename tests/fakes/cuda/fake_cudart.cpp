@@ -7,6 +7,7 @@
 #include <cupti.h>  // brings generated_cuda_meta.h (launch parameter structs) with its prerequisites
 #include <cupti_driver_cbid.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -251,8 +252,10 @@ FAKE_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const
 }
 
 // ---- events ----
-FAKE_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) {
-  *e = reinterpret_cast<cudaEvent_t>(new (std::nothrow) FakeEvent());
+FAKE_API cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int flags) {
+  auto* ev = new (std::nothrow) FakeEvent();
+  if (ev != nullptr) ev->timing = (flags & cudaEventDisableTiming) == 0;
+  *e = reinterpret_cast<cudaEvent_t>(ev);
   return *e ? cudaSuccess : fail(cudaErrorMemoryAllocation);
 }
 FAKE_API cudaError_t cudaEventCreate(cudaEvent_t* e) {
@@ -262,8 +265,19 @@ FAKE_API cudaError_t cudaEventDestroy(cudaEvent_t e) {
   delete reinterpret_cast<FakeEvent*>(e);
   return cudaSuccess;
 }
+// Knob NCCLWATCH_FAKE_TIMING_RECORDS=N: the first N records of timing events succeed and later
+// ones fail (a driver out of resources), so lite mode loses GPU times for real. The application's
+// own events (fake_train creates them with cudaEventDisableTiming) are not affected.
+bool timing_record_fails(const FakeEvent& ev) {
+  static const int limit = env_int("NCCLWATCH_FAKE_TIMING_RECORDS", -1);
+  static std::atomic<int> records{0};
+  return ev.timing && limit >= 0 && records.fetch_add(1) >= limit;
+}
+
 FAKE_API cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t stream) {
   if (e == nullptr) return fail(cudaErrorInvalidResourceHandle);
+  if (timing_record_fails(*reinterpret_cast<FakeEvent*>(e)))
+    return fail(cudaErrorLaunchOutOfResources);
   gpu().record_event(reinterpret_cast<FakeEvent*>(e), gpu().resolve(stream));
   return cudaSuccess;
 }

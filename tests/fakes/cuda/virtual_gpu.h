@@ -34,6 +34,7 @@ struct FakeStream {
 struct FakeEvent {
   bool recorded = false;
   int64_t time_ns = 0;
+  bool timing = true;  // created without cudaEventDisableTiming
 };
 
 class VirtualGpu {

@@ -201,6 +201,49 @@ TEST(GpuRanks, LiteModeTimesEveryCollective) {
   }
 }
 
+// Losses are counted where they happen and reach the trace header: the driver refuses timing
+// events after a while (lite mode loses GPU times), and NCCLWATCH_KERNELS=nccl leaves compute
+// kernels out. The counts must equal what is missing from the traces, not just be non-zero.
+TEST(GpuRanks, LiteModeCountsTheCallsItCouldNotTime) {
+  // 16 timing-event records per process: up to 8 anchor the clock, the rest time a few calls.
+  JobRun run = run_job(FAKE_TRAIN, {"--steps", "8"},
+                       {"NCCLWATCH_MODE=lite", "NCCLWATCH_FAKE_TIMING_RECORDS=16"});
+  ASSERT_EQ(run.status, 0);
+  ASSERT_EQ(run.ranks.size(), 4u);
+  for (const auto& t : run.ranks) {
+    EXPECT_EQ(t.info.timing, ncclwatch::model::TimingSource::kEvents);
+    uint64_t timed = 0, untimed = 0;
+    for (const auto& c : t.calls) {
+      if (!is_comm_call(c.func)) continue;
+      (c.has_gpu() ? timed : untimed) += 1;
+    }
+    EXPECT_GT(timed, 0u) << "rank " << t.info.rank;
+    EXPECT_GT(untimed, 0u) << "rank " << t.info.rank;
+    EXPECT_EQ(t.info.losses.counts.lite_untimed, untimed) << "rank " << t.info.rank;
+    EXPECT_EQ(t.info.losses.lost(), untimed);  // nothing else was lost
+    EXPECT_EQ(t.info.losses.ring_full, 0u);
+  }
+}
+
+TEST(GpuRanks, KernelFilterCountsWhatItLeftOut) {
+  JobRun all = run_job(FAKE_TRAIN, {"--steps", "2"}, {});
+  JobRun nccl_only = run_job(FAKE_TRAIN, {"--steps", "2"}, {"NCCLWATCH_KERNELS=nccl"});
+  ASSERT_EQ(all.status, 0);
+  ASSERT_EQ(nccl_only.status, 0);
+  ASSERT_EQ(all.ranks.size(), 4u);
+  ASSERT_EQ(nccl_only.ranks.size(), 4u);
+  std::map<int32_t, uint64_t> compute;  // by rank, in the unfiltered run
+  for (const auto& t : all.ranks) {
+    EXPECT_EQ(t.info.losses.counts.kernels_filtered, 0u);
+    for (const auto& k : t.kernels) compute[t.info.rank] += !k.nccl;
+  }
+  for (const auto& t : nccl_only.ranks) {
+    for (const auto& k : t.kernels) EXPECT_TRUE(k.nccl);
+    EXPECT_GT(compute[t.info.rank], 0u);
+    EXPECT_EQ(t.info.losses.counts.kernels_filtered, compute[t.info.rank]) << t.info.rank;
+  }
+}
+
 TEST(GpuRanks, BusyCuptiFallsBackToLiteWithOneWarningPerRank) {
   JobRun run = run_job(FAKE_TRAIN, {"--steps", "2"}, {"NCCLWATCH_FAKE_CUPTI_BUSY=1"});
   ASSERT_EQ(run.status, 0);

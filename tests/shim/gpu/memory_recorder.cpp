@@ -17,6 +17,7 @@ thread_local InFlightCall tls_call;
 }  // namespace
 
 std::atomic<uint64_t> test_cupti_dropped{0};
+format::LossCounts test_losses{};
 std::atomic<uint32_t> test_timing_mode{0};
 std::atomic<bool> test_recording{true};
 
@@ -43,6 +44,10 @@ bool emit(const format::Record& r) noexcept {
 }
 void add_cupti_dropped(uint64_t n) noexcept {
   test_cupti_dropped += n;
+}
+void add_loss(uint64_t format::LossCounts::*counter, uint64_t n) noexcept {
+  std::lock_guard<std::mutex> lock(mu);
+  test_losses.*counter += n;
 }
 void set_timing_mode(uint32_t mode) noexcept {
   test_timing_mode = mode;

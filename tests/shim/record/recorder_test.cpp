@@ -205,6 +205,23 @@ TEST_F(RecorderTest, OverflowCountsDropsAndKeepsTheRest) {
   EXPECT_EQ(t.records.size() + t.header.dropped, 500 + t.count(format::RecordKind::kClock) + 1);
 }
 
+// Every loss counter travels from the counting thread through the segment into the closed trace
+// file's header, each into its own field (distinct values catch a swapped copy).
+TEST_F(RecorderTest, LossCountersReachTheTraceHeader) {
+  ASSERT_TRUE(ensure_recorder());
+  const std::string path = current_trace_path();
+  uint64_t n = 3;
+  for (const auto& f : format::kLossFields) add_loss(f.counter, n++);
+  add_loss(&format::LossCounts::names_lost, 0);  // adding nothing changes nothing
+  finish_recorder();
+  auto t = testing::TraceFile::read(path);
+  ASSERT_TRUE(t.ok);
+  n = 3;
+  for (const auto& f : format::kLossFields) EXPECT_EQ(t.header.losses.*f.counter, n++) << f.key;
+  EXPECT_EQ(t.header.losses.reserved, 0u);
+  EXPECT_EQ(t.header.dropped, 0u);
+}
+
 TEST_F(RecorderTest, OffCreatesNothing) {
   setenv("NCCLWATCH", "off", 1);
   pid_t pid = fork();
