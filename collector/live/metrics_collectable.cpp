@@ -164,6 +164,12 @@ std::vector<MetricFamily> MetricsCollectable::families(const NodeSnapshot& snap,
             "Records lost before reaching the trace: source ring (the shim's ring was full) or "
             "cupti (CUPTI's own buffers)",
             kCounter);
+  MetricFamily& lost =
+      f.add("ncclwatch_lost_total",
+            "What the shim counted instead of recording, by kind (lite_untimed calls, names_lost, "
+            "kernels_filtered, cupti_unknown records, ring_holes, in_flight_overflow threads, "
+            "ring_overwritten records); a kind gets a series once it is non-zero",
+            kCounter);
   MetricFamily& calls = f.add("ncclwatch_nccl_calls_total", "NCCL calls returned, by op", kCounter);
   MetricFamily& bytes =
       f.add("ncclwatch_nccl_bytes_total", "Bytes passed to NCCL calls, by op", kCounter);
@@ -177,6 +183,11 @@ std::vector<MetricFamily> MetricsCollectable::families(const NodeSnapshot& snap,
     mode.metric.push_back(sample(with("mode", mode_name(m.mode)), kGauge, 1));
     dropped.metric.push_back(sample(with("source", "ring"), kCounter, double(m.dropped)));
     dropped.metric.push_back(sample(with("source", "cupti"), kCounter, double(m.cupti_dropped)));
+    std::size_t kind = 0;
+    for (const auto& field : format::kLossFields) {
+      const uint64_t n = m.lost[kind++];
+      if (n != 0) lost.metric.push_back(sample(with("kind", field.key), kCounter, double(n)));
+    }
     for (std::size_t op = 0; op < kMetricOps; ++op) {
       if (m.calls[op] == 0) continue;  // ops this rank never called get no series
       const char* name = metric_op_name(static_cast<MetricOp>(op));

@@ -32,6 +32,16 @@ std::string this_host() {
   return name;
 }
 
+// The segment's counts run ahead of the trace header's (written at close): keep the larger, so
+// the counters never go down whichever source this poll read.
+void merge_lost(RankMetrics& m, const format::LossCounts& counts) {
+  std::size_t i = 0;
+  for (const auto& f : format::kLossFields) {
+    m.lost[i] = std::max(m.lost[i], counts.*f.counter);
+    ++i;
+  }
+}
+
 }  // namespace
 
 struct NodeMetricsReader::Rank {
@@ -99,6 +109,7 @@ NodeSnapshot NodeMetricsReader::poll() {
     m.dropped = std::max(m.dropped, h.dropped);
     m.cupti_dropped = std::max(m.cupti_dropped, h.cupti_dropped);
     m.in_flight_overflow = std::max(m.in_flight_overflow, h.losses.in_flight_overflow);
+    merge_lost(m, h.losses);
     r.in_flight =
         m.live ? view.in_flight(/*active_only=*/true) : std::vector<format::InFlightSlot>{};
     if (r.trace_path.empty()) r.trace_path = view.trace_path();
@@ -149,6 +160,8 @@ NodeSnapshot NodeMetricsReader::poll() {
     }
     m.dropped = std::max(m.dropped, r.reader.header().dropped);
     m.cupti_dropped = std::max(m.cupti_dropped, r.reader.header().cupti_dropped);
+    // Versions before 3 kept zeros (reserved) where the loss counts are: nothing was counted.
+    if (r.reader.header().layout_version >= 3) merge_lost(m, r.reader.header().losses);
     if (r.reader.record_count() < r.position) r.position = 0;  // rewritten: cannot happen
     r.reader.seek(r.position);
     active.push_back(&r);

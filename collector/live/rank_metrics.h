@@ -8,6 +8,7 @@
 #include <string>
 
 #include "live/metric_schema.h"
+#include "ncclwatch/format.h"
 
 namespace ncclwatch::live {
 
@@ -68,6 +69,9 @@ struct RankMetrics {
   uint64_t cupti_dropped = 0;
   uint64_t in_flight_overflow = 0;
   uint64_t invalid_records = 0;
+  // Everything else the shim counted instead of recording (format::kLossFields order: lite-mode
+  // untimed calls, names beyond the string table, filtered kernels, ...), as the report's `lost`.
+  std::array<uint64_t, std::size(format::kLossFields)> lost{};
 };
 
 }  // namespace ncclwatch::live

@@ -117,6 +117,7 @@ TEST_F(NodeMetricsReaderTest, LiveSegmentGivesInFlightAgeModeAndDrops) {
   h->state = format::kSegmentStateLive;
   h->mode = 2;
   h->dropped = 17;
+  h->losses.names_lost = 5;
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   format::CallEntry e{};
@@ -140,6 +141,9 @@ TEST_F(NodeMetricsReaderTest, LiveSegmentGivesInFlightAgeModeAndDrops) {
   prometheus::TextSerializer().Serialize(text,
                                          MetricsCollectable::families(s, HistogramScope::kNode));
   EXPECT_NE(text.str().find("mode=\"lite\"} 1"), std::string::npos) << text.str();
+  // Losses by kind: only the non-zero kind gets a series.
+  EXPECT_NE(text.str().find("kind=\"names_lost\"} 5"), std::string::npos) << text.str();
+  EXPECT_EQ(text.str().find("kind=\"lite_untimed\""), std::string::npos) << text.str();
   ::munmap(base, size);
   ::close(fd);
 }
