@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <set>
 #include <tuple>
 
@@ -89,17 +88,8 @@ NodeSnapshot NodeMetricsReader::poll() {
 
   // This node's segments: who runs here, in which mode, what they dropped, what they are inside.
   for (const auto& name : trace::list_segments(options_.job, options_.shm_dir)) {
-    std::string why;
-    if (!own_regular_file(options_.shm_dir + "/" + name, &why)) {
-      snap.notes.push_back(fmt::format("{}/{}: skipped: {}", options_.shm_dir, name, why));
-      continue;
-    }
     trace::SegmentView view;
-    if (!view.open(name, options_.shm_dir)) {
-      snap.notes.push_back(fmt::format("{}/{}: skipped: {}", options_.shm_dir, name, view.error()));
-      continue;
-    }
-    if (!options_.job.empty() && view.job() != options_.job) continue;
+    if (!open_own_segment(view, options_.shm_dir, name, options_.job, snap.notes)) continue;
     const format::SegmentHeader& h = view.header();
     Rank& r = rank_for(h.process);
     RankMetrics& m = r.consumer.metrics();
@@ -119,30 +109,17 @@ NodeSnapshot NodeMetricsReader::poll() {
   std::set<std::string> paths;
   for (const auto& [key, r] : ranks_)
     if (r->segment_seen && !r->trace_path.empty()) paths.insert(r->trace_path);
-  if (!options_.dir.empty()) {
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(options_.dir, ec)) {
-      const std::string file = e.path().filename().string();
-      if (file.rfind("ncclwatch.", 0) == 0 && e.path().extension() == ".trace")
-        paths.insert(e.path().string());
-    }
-    if (ec) snap.notes.push_back(fmt::format("{}: {}", options_.dir, ec.message()));
-  }
+  if (!options_.dir.empty()) add_trace_files(options_.dir, paths, snap.notes);
   std::vector<Rank*> active;
   for (const auto& path : paths) {
-    std::string why;
-    if (!own_regular_file(path, &why)) {
-      snap.notes.push_back(fmt::format("{}: skipped: {}", path, why));
-      continue;
-    }
+    if (!own_input(path, snap.notes)) continue;
     trace::TraceFileReader probe(1);
     if (!probe.open(path)) {
       snap.notes.push_back(fmt::format("{}: skipped: {}", path, probe.error()));
       continue;
     }
     const format::ProcessInfo& p = probe.header().process;
-    if (!options_.job.empty() && trace::bounded_string(p.job, sizeof p.job) != options_.job)
-      continue;
+    if (!of_job(p, options_.job)) continue;
     const std::string host = trace::bounded_string(p.host, sizeof p.host);
     const bool ours = ranks_.contains({host, p.pid}) || host == options_.host;
     if (!ours) continue;  // another node's rank: its own exporter exports it

@@ -1,11 +1,9 @@
 #include "live/status_reader.h"
 
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -188,17 +186,8 @@ JobStatus StatusReader::read() {
   };
   std::vector<SegmentInfo> segments;
   for (const auto& name : trace::list_segments(options_.job)) {
-    std::string why;
-    if (!own_regular_file(std::string(trace::kShmDirectory) + "/" + name, &why)) {
-      st.notes.push_back(fmt::format("/dev/shm/{}: skipped: {}", name, why));
-      continue;
-    }
     trace::SegmentView view;
-    if (!view.open(name)) {
-      st.notes.push_back(fmt::format("/dev/shm/{}: skipped: {}", name, view.error()));
-      continue;
-    }
-    if (!options_.job.empty() && view.job() != options_.job) continue;
+    if (!open_own_segment(view, trace::kShmDirectory, name, options_.job, st.notes)) continue;
     SegmentInfo s;
     s.process = view.header().process;
     s.live = view.header().state == format::kSegmentStateLive &&
@@ -221,13 +210,7 @@ JobStatus StatusReader::read() {
   // Trace files: the directory's, and those our own segments name (checked like any input).
   std::set<std::string> paths;
   if (!options_.dir.empty()) {
-    std::error_code ec;
-    for (const auto& e : std::filesystem::directory_iterator(options_.dir, ec)) {
-      const std::string file = e.path().filename().string();
-      if (file.rfind("ncclwatch.", 0) == 0 && e.path().extension() == ".trace")
-        paths.insert(e.path().string());
-    }
-    if (ec) st.notes.push_back(fmt::format("{}: {}", options_.dir, ec.message()));
+    add_trace_files(options_.dir, paths, st.notes);
   } else {
     for (const auto& s : segments)
       if (!s.trace_path.empty()) paths.insert(s.trace_path);
@@ -235,11 +218,7 @@ JobStatus StatusReader::read() {
 
   std::map<std::pair<std::string, int64_t>, RankStatus> by_process;  // (host, pid)
   for (const auto& path : paths) {
-    std::string why;
-    if (!own_regular_file(path, &why)) {
-      st.notes.push_back(fmt::format("{}: skipped: {}", path, why));
-      continue;
-    }
+    if (!own_input(path, st.notes)) continue;
     auto& fs = files_[path];
     if (!fs) fs = std::make_unique<FileState>();
     fs->update(path);
@@ -248,8 +227,7 @@ JobStatus StatusReader::read() {
       continue;
     }
     const auto& p = fs->header.process;
-    if (!options_.job.empty() && trace::bounded_string(p.job, sizeof p.job) != options_.job)
-      continue;
+    if (!of_job(p, options_.job)) continue;
     RankStatus& rs = by_process[{trace::bounded_string(p.host, sizeof p.host), p.pid}];
     rs.host = trace::bounded_string(p.host, sizeof p.host);
     rs.pid = p.pid;
