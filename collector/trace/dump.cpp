@@ -38,40 +38,6 @@ std::optional<std::set<format::RecordKind>> parse_kinds(const std::string& csv,
   return kinds;
 }
 
-namespace {
-
-nlohmann::ordered_json header_json(const format::TraceHeader& h) {
-  const auto& p = h.process;
-  nlohmann::ordered_json j;
-  j["kind"] = "header";
-  j["layout_version"] = h.layout_version;
-  j["state"] = h.state == format::kTraceStateOpen       ? "open"
-               : h.state == format::kTraceStateClosed   ? "closed"
-               : h.state == format::kTraceStateSalvaged ? "salvaged"
-                                                        : fmt::format("unknown({})", h.state);
-  j["job"] = bounded_string(p.job, sizeof p.job);
-  j["host"] = bounded_string(p.host, sizeof p.host);
-  j["pid"] = p.pid;
-  j["rank"] = p.rank;
-  j["world_size"] = p.world_size;
-  j["local_rank"] = p.local_rank;
-  j["device"] = p.device;
-  j["start_monotonic_ns"] = p.start_monotonic_ns;
-  j["start_realtime_ns"] = p.start_realtime_ns;
-  j["records"] = h.records;
-  j["dropped"] = h.dropped;
-  j["cupti_dropped"] = h.cupti_dropped;
-  j["mode"] = h.mode;
-  // Every other loss the shim counted (zero for files older than layout version 3).
-  nlohmann::ordered_json losses = nlohmann::ordered_json::object();
-  const auto all = model::Losses::of(h);
-  for (const auto& f : format::kLossFields) losses[f.key] = all.counts.*f.counter;
-  j["losses"] = losses;
-  return j;
-}
-
-}  // namespace
-
 int dump_trace(const std::string& path, const DumpOptions& options, std::FILE* out,
                std::FILE* err) {
   TraceFileReader reader;
@@ -92,7 +58,7 @@ int dump_trace(const std::string& path, const DumpOptions& options, std::FILE* o
 
   if (options.header) {
     const std::string line =
-        header_json(reader.header())
+        header_to_json(reader.header())
             .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
         "\n";
     std::fwrite(line.data(), 1, line.size(), out);

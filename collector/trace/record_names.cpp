@@ -12,8 +12,25 @@ constexpr std::array<const char*, static_cast<std::size_t>(format::RecordKind::k
     {"invalid", "call",        "group",    "comm",   "comm_end", "identity",  "clock",    "kernel",
      "string",  "kernel_link", "coll_gpu", "launch", "nvtx",     "unique_id", "in_flight"};
 
+// One table per enum of the record format, indexed by the raw value.
+constexpr std::array<const char*, 3> kActivityNames = {"kernel", "memcpy", "memset"};
+constexpr std::array<const char*, 5> kLaunchApiNames = {"other", "runtime_kernel", "runtime_graph",
+                                                        "driver_kernel", "driver_graph"};
+constexpr std::array<const char*, 3> kRankSourceNames = {"unknown", "env", "first_comm"};
+constexpr std::array<const char*, 4> kInFlightSourceNames = {"drain", "exit", "salvage",
+                                                             "watchdog"};
+constexpr std::array<const char*, 3> kTraceStateNames = {"open", "closed", "salvaged"};
+static_assert(static_cast<unsigned>(format::InFlightSource::kWatchdog) + 1 ==
+              kInFlightSourceNames.size());
+static_assert(format::kTraceStateOpen == 1 && format::kTraceStateSalvaged == 3);
+
 std::string unknown(unsigned raw) {
   return "unknown(" + std::to_string(raw) + ")";
+}
+
+template <std::size_t N>
+std::string name_in(const std::array<const char*, N>& names, unsigned raw) {
+  return raw < N ? names[raw] : unknown(raw);
 }
 
 }  // namespace
@@ -40,46 +57,25 @@ std::optional<format::RecordKind> kind_from_name(std::string_view name) {
 }
 
 std::string activity_name(uint8_t raw) {
-  switch (raw) {
-    case 0:
-      return "kernel";
-    case 1:
-      return "memcpy";
-    case 2:
-      return "memset";
-    default:
-      return unknown(raw);
-  }
+  return name_in(kActivityNames, raw);
 }
 
 std::string launch_api_name(uint8_t raw) {
-  switch (raw) {
-    case 0:
-      return "other";
-    case 1:
-      return "runtime_kernel";
-    case 2:
-      return "runtime_graph";
-    case 3:
-      return "driver_kernel";
-    case 4:
-      return "driver_graph";
-    default:
-      return unknown(raw);
-  }
+  return name_in(kLaunchApiNames, raw);
 }
 
 std::string rank_source_name(uint8_t raw) {
-  switch (raw) {
-    case 0:
-      return "unknown";
-    case 1:
-      return "env";
-    case 2:
-      return "first_comm";
-    default:
-      return unknown(raw);
-  }
+  return name_in(kRankSourceNames, raw);
+}
+
+std::string in_flight_source_name(uint8_t raw) {
+  return name_in(kInFlightSourceNames, raw);
+}
+
+std::string trace_state_name(uint32_t state) {
+  // kTraceState* start at 1; 0 is a header nobody finished writing.
+  return state >= 1 && state <= kTraceStateNames.size() ? kTraceStateNames[state - 1]
+                                                        : unknown(state);
 }
 
 }  // namespace ncclwatch::trace

@@ -30,4 +30,10 @@ std::string launch_api_name(uint8_t raw);
 // "unknown", "env", "first_comm"; "unknown(N)".
 std::string rank_source_name(uint8_t raw);
 
+// "drain", "exit", "salvage", "watchdog" (format::InFlightSource); "unknown(N)".
+std::string in_flight_source_name(uint8_t raw);
+
+// A trace header's state: "open", "closed", "salvaged" (format::kTraceState*); "unknown(N)".
+std::string trace_state_name(uint32_t state);
+
 }  // namespace ncclwatch::trace

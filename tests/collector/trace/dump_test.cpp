@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "trace/record_json.h"
+#include "trace/record_names.h"
 #include "trace_fixture.h"
 
 namespace ncclwatch::trace {
@@ -169,6 +171,37 @@ TEST(Dump, FifoAndSymlinkAreRefusedWithoutBlocking) {
   c = run_dump(dir.file("link.trace"), {});
   EXPECT_EQ(c.rc, 1);
   EXPECT_NE(c.err.find("a symbolic link (not followed"), std::string::npos) << c.err;
+}
+
+// Every kind has its own field writer: beyond index, kind and flags, each names its fields.
+TEST(RecordJson, EveryKindWritesItsFields) {
+  StringTable names;
+  names.finish();
+  for (uint8_t k = 0; k <= static_cast<uint8_t>(format::RecordKind::kCount); ++k) {
+    Record r{};
+    r.prefix.kind = static_cast<format::RecordKind>(k);
+    const auto j = record_to_json(r, 7, names);
+    EXPECT_EQ(j["index"], 7);
+    EXPECT_EQ(j["kind"], kind_name(k));
+    EXPECT_TRUE(j.contains("tid") || j.contains("window_ns") || j.contains("stream_id") ||
+                j.contains("string_id"))
+        << j.dump();
+  }
+}
+
+// Unknown enum values keep their number (record_names.h): nothing untrusted is hidden.
+TEST(RecordJson, UnknownValuesKeepTheirNumber) {
+  Record r{};
+  r.prefix.kind = format::RecordKind::kInFlight;
+  r.prefix.u8b = 9;
+  StringTable names;
+  names.finish();
+  EXPECT_EQ(record_to_json(r, 0, names)["source"], "unknown(9)");
+  r.prefix.u8b = static_cast<uint8_t>(format::InFlightSource::kWatchdog);
+  EXPECT_EQ(record_to_json(r, 0, names)["source"], "watchdog");
+  EXPECT_EQ(trace_state_name(format::kTraceStateSalvaged), "salvaged");
+  EXPECT_EQ(trace_state_name(0), "unknown(0)");
+  EXPECT_EQ(trace_state_name(4), "unknown(4)");
 }
 
 }  // namespace
