@@ -215,9 +215,6 @@ std::string named_directory(const SegmentView& seg, const std::string& name, std
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// Completes `t` with the ring's records from position K on and the final header, then removes
-// the segment. false: `why` says what failed to be written (the caller may try elsewhere), or
-// is empty and res.message says why the file was left as it is.
 // Host clock of the records (format.h): the dead process shared it with us.
 int64_t monotonic_now_ns() {
   timespec ts{};
@@ -225,6 +222,48 @@ int64_t monotonic_now_ns() {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
+// Appends to `t` (after its whole records) what the ring holds from position K to `write_pos`, then
+// a record for each call the process was inside when it died (never returned, so no record says
+// so). Counts holes, overwritten positions and in-flight calls in `res`; `written` is the file's
+// record count after. false: a write failed (errno says why).
+bool append_ring(const Target& t, const SegmentView& seg, uint64_t write_pos, SalvageResult& res,
+                 uint64_t& written) {
+  // Positions below write_pos - capacity were overwritten in the ring and are gone.
+  const uint64_t first =
+      std::max(t.records, write_pos > seg.capacity() ? write_pos - seg.capacity() : 0);
+  res.overwritten = first - t.records;
+  std::vector<format::Record> chunk;
+  chunk.reserve(kCopyChunk);
+  written = t.records;
+  const auto flush = [&] {
+    if (chunk.empty()) return true;
+    if (!write_all(t.fd, chunk.data(), chunk.size() * sizeof(format::Record),
+                   kHeaderBytes + written * format::kRecordSize))
+      return false;
+    written += chunk.size();
+    chunk.clear();
+    return true;
+  };
+  format::Record record;
+  for (uint64_t pos = first; pos < write_pos; ++pos) {
+    if (!seg.read(pos, record)) {
+      ++res.holes;
+      continue;
+    }
+    chunk.push_back(record);
+    if (chunk.size() == kCopyChunk && !flush()) return false;
+  }
+  for (const auto& slot : seg.in_flight(/*active_only=*/true)) {
+    chunk.push_back(
+        format::in_flight_record(slot, monotonic_now_ns(), format::InFlightSource::kSalvage));
+    ++res.in_flight;
+  }
+  return flush();
+}
+
+// Completes `t` with the ring's records from position K on and the final header, then removes
+// the segment. false: `why` says what failed to be written (the caller may try elsewhere), or
+// is empty and res.message says why the file was left as it is.
 bool finish(Target& t, const SegmentView& seg, SalvageResult& res, std::string& why) {
   why.clear();
   res.trace_path = t.path;
@@ -250,39 +289,8 @@ bool finish(Target& t, const SegmentView& seg, SalvageResult& res, std::string& 
     return false;
   }
 
-  // Positions below write_pos - capacity were overwritten in the ring and are gone.
-  const uint64_t first =
-      std::max(t.records, write_pos > seg.capacity() ? write_pos - seg.capacity() : 0);
-  res.overwritten = first - t.records;
-  std::vector<format::Record> chunk;
-  chunk.reserve(kCopyChunk);
-  uint64_t written = t.records;
-  const auto flush = [&] {
-    if (chunk.empty()) return true;
-    if (!write_all(t.fd, chunk.data(), chunk.size() * sizeof(format::Record),
-                   kHeaderBytes + written * format::kRecordSize))
-      return false;
-    written += chunk.size();
-    chunk.clear();
-    return true;
-  };
-  format::Record record;
-  bool ok = true;
-  for (uint64_t pos = first; pos < write_pos && ok; ++pos) {
-    if (!seg.read(pos, record)) {
-      ++res.holes;
-      continue;
-    }
-    chunk.push_back(record);
-    if (chunk.size() == kCopyChunk) ok = flush();
-  }
-  // The calls its threads were inside when it died: never returned, so no record says so.
-  for (const auto& slot : seg.in_flight(/*active_only=*/true)) {
-    chunk.push_back(
-        format::in_flight_record(slot, monotonic_now_ns(), format::InFlightSource::kSalvage));
-    ++res.in_flight;
-  }
-  if (!ok || !flush()) {
+  uint64_t written = 0;
+  if (!append_ring(t, seg, write_pos, res, written)) {
     why = fmt::format("write to {} failed: {}", t.path, std::strerror(errno));
     return false;
   }
@@ -314,6 +322,101 @@ void undo(const TraceDir& dir, const std::string& name, Target& t) {
   t.reset();
 }
 
+// Step 1: opens segment `name` and says whether it may be salvaged: this user's, a header that
+// names it, and an owner that is gone (or --force). false: `res` says why not.
+bool open_salvageable(const std::string& name, const SalvageOptions& options, SegmentView& seg,
+                      SalvageResult& res) {
+  if (!seg.open(name, options.shm_dir)) {
+    res.status = seg.foreign() ? SalvageStatus::kSkippedForeign : SalvageStatus::kSkippedUnusable;
+    res.message = seg.error();
+    return false;
+  }
+  res.warnings = seg.warnings();
+  const auto& sh = seg.header();
+  res.pid = sh.process.pid;
+  res.rank = sh.process.rank;
+  res.dropped = sh.dropped;
+  std::string why;
+  if (!identity_matches_name(seg, why)) {
+    res.status = SalvageStatus::kSkippedUnusable;
+    res.message = why;
+    return false;
+  }
+  if (sh.state == format::kSegmentStateLive && process_alive(sh.process.pid) && !options.force) {
+    res.status = SalvageStatus::kSkippedLive;
+    res.message = fmt::format("owner pid {} is alive and recording (--force salvages anyway)",
+                              sh.process.pid);
+    return false;
+  }
+  return true;
+}
+
+// Step 2: completes the trace file in the directory the segment names. true: `res` is final
+// (salvaged, or refused with res.message). false: the file could not be written there, `why`
+// says why and the file holds what it held before (`primary` stays open if the directory did,
+// for step 3 to copy from).
+bool complete_in_named_dir(const SegmentView& seg, const std::string& file_name, TraceDir& primary,
+                           SalvageResult& res, std::string& why) {
+  const std::string named_dir = named_directory(seg, file_name, why);
+  Target target;
+  OpenResult opened = OpenResult::kUnwritable;
+  if (!named_dir.empty()) {
+    if (primary.open(named_dir)) {
+      opened = open_target(primary, file_name, seg, target, why);
+    } else {
+      why = primary.error();
+    }
+  }
+  res.trace_path = named_dir.empty() ? seg.trace_path()
+                                     : (std::filesystem::path(named_dir) / file_name).string();
+  if (opened == OpenResult::kRefuse) {
+    res.message = why;
+    return true;
+  }
+  if (opened != OpenResult::kOk) return false;
+  if (finish(target, seg, res, why)) return true;
+  if (why.empty()) return true;  // refused, not a write failure (res.message says why)
+  // Not writable after all (a full file system, a quota, an I/O error): the file goes back to
+  // what it held, and --dir gets the whole trace.
+  undo(primary, file_name, target);
+  return false;
+}
+
+// Step 3: writes the whole trace into `dir` (--dir, the user's own choice, created if missing):
+// what the named file held (when `primary` could be read) then the ring. `why` is why step 2
+// could not write it; `res` gets the outcome.
+void write_to_fallback_dir(const SegmentView& seg, const std::string& file_name,
+                           const TraceDir& primary, const std::string& dir_option,
+                           const std::string& why, SalvageResult& res) {
+  std::error_code ec;
+  const std::string dir = std::filesystem::absolute(dir_option, ec).lexically_normal().string();
+  std::filesystem::create_directories(dir, ec);
+  TraceDir fallback;
+  if (!fallback.open(dir)) {
+    res.trace_path = (std::filesystem::path(dir) / file_name).string();
+    res.message = why + "; " + fallback.error();
+    return;
+  }
+  res.trace_path = fallback.file(file_name);
+  Target target;
+  std::string why2;
+  if (open_target(fallback, file_name, seg, target, why2) != OpenResult::kOk) {
+    res.message = why + "; " + why2;
+    return;
+  }
+  res.warnings.push_back(why + "; wrote " + target.path + " instead");
+  if (primary.fd() >= 0 && target.records == 0 &&
+      !copy_records(primary, file_name, seg, target, why2)) {
+    undo(fallback, file_name, target);
+    res.message = why2;
+    return;
+  }
+  if (!finish(target, seg, res, why2) && !why2.empty()) {
+    undo(fallback, file_name, target);
+    res.message = why + "; " + why2;
+  }
+}
+
 }  // namespace
 
 bool process_alive(int64_t pid) {
@@ -334,86 +437,18 @@ SalvageResult salvage_segment(const std::string& name, const SalvageOptions& opt
   SalvageResult res;
   res.segment = name;
   SegmentView seg;
-  if (!seg.open(name, options.shm_dir)) {
-    res.status = seg.foreign() ? SalvageStatus::kSkippedForeign : SalvageStatus::kSkippedUnusable;
-    res.message = seg.error();
-    return res;
-  }
-  res.warnings = seg.warnings();
-  const auto& sh = seg.header();
-  res.pid = sh.process.pid;
-  res.rank = sh.process.rank;
-  res.dropped = sh.dropped;
-  std::string why;
-  if (!identity_matches_name(seg, why)) {
-    res.status = SalvageStatus::kSkippedUnusable;
-    res.message = why;
-    return res;
-  }
-  if (sh.state == format::kSegmentStateLive && process_alive(sh.process.pid) && !options.force) {
-    res.status = SalvageStatus::kSkippedLive;
-    res.message = fmt::format("owner pid {} is alive and recording (--force salvages anyway)",
-                              sh.process.pid);
-    return res;
-  }
-
+  if (!open_salvageable(name, options, seg, res)) return res;
   // The trace file: the one in the segment's own directory, else one in --dir (with what the
   // one that could not be written held).
   const std::string file_name = trace_file_name(seg);
-  const std::string named_dir = named_directory(seg, file_name, why);
   TraceDir primary;
-  Target target;
-  OpenResult opened = OpenResult::kUnwritable;
-  if (!named_dir.empty()) {
-    if (primary.open(named_dir)) {
-      opened = open_target(primary, file_name, seg, target, why);
-    } else {
-      why = primary.error();
-    }
-  }
-  res.trace_path = named_dir.empty() ? seg.trace_path()
-                                     : (std::filesystem::path(named_dir) / file_name).string();
-  if (opened == OpenResult::kRefuse) {
-    res.message = why;
-    return res;
-  }
-  if (opened == OpenResult::kOk) {
-    if (finish(target, seg, res, why)) return res;
-    if (why.empty()) return res;  // refused, not a write failure (res.message says why)
-    // Not writable after all (a full file system, a quota, an I/O error): the file goes back
-    // to what it held, and --dir gets the whole trace.
-    undo(primary, file_name, target);
-  }
+  std::string why;
+  if (complete_in_named_dir(seg, file_name, primary, res, why)) return res;
   if (options.dir.empty()) {
     res.message = why + "; give --dir DIR to write it elsewhere";
     return res;
   }
-  std::error_code ec;
-  const std::string dir = std::filesystem::absolute(options.dir, ec).lexically_normal().string();
-  TraceDir fallback;
-  std::string why2;
-  std::filesystem::create_directories(dir, ec);  // --dir is the user's own choice
-  if (!fallback.open(dir)) {
-    res.trace_path = (std::filesystem::path(dir) / file_name).string();
-    res.message = why + "; " + fallback.error();
-    return res;
-  }
-  res.trace_path = fallback.file(file_name);
-  if (open_target(fallback, file_name, seg, target, why2) != OpenResult::kOk) {
-    res.message = why + "; " + why2;
-    return res;
-  }
-  res.warnings.push_back(why + "; wrote " + target.path + " instead");
-  if (primary.fd() >= 0 && target.records == 0 &&
-      !copy_records(primary, file_name, seg, target, why2)) {
-    undo(fallback, file_name, target);
-    res.message = why2;
-    return res;
-  }
-  if (!finish(target, seg, res, why2) && !why2.empty()) {
-    undo(fallback, file_name, target);
-    res.message = why + "; " + why2;
-  }
+  write_to_fallback_dir(seg, file_name, primary, options.dir, why, res);
   return res;
 }
 
