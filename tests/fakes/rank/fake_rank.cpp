@@ -27,13 +27,12 @@
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include "common/unique_id_file.h"
+#include "common/rank_support.h"
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -60,21 +59,10 @@ struct Options {
   for (;;) std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
 
-int g_rank = 0, g_world = 1;
-
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    ncclResult_t r_ = (call);                                                        \
-    if (r_ != ncclSuccess && r_ != ncclInProgress) {                                 \
-      std::fprintf(stderr, "fake_rank %d: %s failed: %d\n", g_rank, #call, (int)r_); \
-      std::exit(4);                                                                  \
-    }                                                                                \
-  } while (0)
-
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::atoi(v) : fallback;
-}
+using ncclwatch::fakes::env_int;
+using ncclwatch::fakes::g_rank;
+using ncclwatch::fakes::wait_ready;
+int g_world = 1;
 
 std::vector<int> parse_ints(const std::string& s) {
   std::vector<int> out;
@@ -84,53 +72,28 @@ std::vector<int> parse_ints(const std::string& s) {
   return out;
 }
 
-ncclUniqueId exchange_id(const std::string& name) {
-  ncclUniqueId id{};
-  if (g_rank == 0) {
-    CHECK(ncclGetUniqueId(&id));
-    ncclwatch::fakes::publish_unique_id(name, id);
-  } else if (!ncclwatch::fakes::wait_for_unique_id(name, id)) {
-    std::fprintf(stderr, "fake_rank %d: no unique id at %s\n", g_rank,
-                 ncclwatch::fakes::unique_id_path(name).c_str());
-    std::exit(5);
-  }
-  return id;
-}
-
-void wait_ready(ncclComm_t comm) {
-  ncclResult_t state = ncclInProgress;
-  while (state == ncclInProgress) {
-    CHECK(ncclCommGetAsyncError(comm, &state));
-    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-  if (state != ncclSuccess) {
-    std::fprintf(stderr, "fake_rank %d: async error %d\n", g_rank, (int)state);
-    std::exit(4);
-  }
-}
-
 void collective(const std::string& kind, size_t count, ncclComm_t comm, int step) {
   static float send[1], recv[1];  // the fake never touches buffers
   (void)step;
   int root = 0;
   if (kind == "allreduce")
-    CHECK(ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, comm, nullptr));
+    FAKE_NCCL_CHECK(ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, comm, nullptr));
   else if (kind == "broadcast")
-    CHECK(ncclBroadcast(send, recv, count, ncclFloat32, root, comm, nullptr));
+    FAKE_NCCL_CHECK(ncclBroadcast(send, recv, count, ncclFloat32, root, comm, nullptr));
   else if (kind == "bcast")
-    CHECK(ncclBcast(recv, count, ncclFloat32, root, comm, nullptr));
+    FAKE_NCCL_CHECK(ncclBcast(recv, count, ncclFloat32, root, comm, nullptr));
   else if (kind == "reduce")
-    CHECK(ncclReduce(send, recv, count, ncclFloat32, ncclMax, root, comm, nullptr));
+    FAKE_NCCL_CHECK(ncclReduce(send, recv, count, ncclFloat32, ncclMax, root, comm, nullptr));
   else if (kind == "allgather")
-    CHECK(ncclAllGather(send, recv, count, ncclFloat32, comm, nullptr));
+    FAKE_NCCL_CHECK(ncclAllGather(send, recv, count, ncclFloat32, comm, nullptr));
   else if (kind == "reducescatter")
-    CHECK(ncclReduceScatter(send, recv, count, ncclFloat32, ncclSum, comm, nullptr));
+    FAKE_NCCL_CHECK(ncclReduceScatter(send, recv, count, ncclFloat32, ncclSum, comm, nullptr));
   else if (kind == "alltoall")
-    CHECK(ncclAlltoAll(send, recv, count, ncclFloat32, comm, nullptr));
+    FAKE_NCCL_CHECK(ncclAlltoAll(send, recv, count, ncclFloat32, comm, nullptr));
   else if (kind == "gather")
-    CHECK(ncclGather(send, recv, count, ncclFloat32, root, comm, nullptr));
+    FAKE_NCCL_CHECK(ncclGather(send, recv, count, ncclFloat32, root, comm, nullptr));
   else if (kind == "scatter")
-    CHECK(ncclScatter(send, recv, count, ncclFloat32, root, comm, nullptr));
+    FAKE_NCCL_CHECK(ncclScatter(send, recv, count, ncclFloat32, root, comm, nullptr));
   else {
     std::fprintf(stderr, "fake_rank: unknown kind %s\n", kind.c_str());
     std::exit(2);
@@ -152,10 +115,10 @@ void run_steps(const Options& o, ncclComm_t world, ncclComm_t split, bool main_t
       if (pid == 0) {
         ncclUniqueId id;
         ncclComm_t solo;
-        CHECK(ncclGetUniqueId(&id));
-        CHECK(ncclCommInitRank(&solo, 1, id, 0));
-        CHECK(ncclAllReduce(buf, buf, 8, ncclFloat32, ncclSum, solo, nullptr));
-        CHECK(ncclCommDestroy(solo));
+        FAKE_NCCL_CHECK(ncclGetUniqueId(&id));
+        FAKE_NCCL_CHECK(ncclCommInitRank(&solo, 1, id, 0));
+        FAKE_NCCL_CHECK(ncclAllReduce(buf, buf, 8, ncclFloat32, ncclSum, solo, nullptr));
+        FAKE_NCCL_CHECK(ncclCommDestroy(solo));
         std::exit(0);
       }
       int status = 0;
@@ -164,21 +127,22 @@ void run_steps(const Options& o, ncclComm_t world, ncclComm_t split, bool main_t
     }
     size_t count = o.count;
     if (g_rank == o.desync_rank && step == o.desync_step) count += 1;
-    if (o.group) CHECK(ncclGroupStart());
+    if (o.group) FAKE_NCCL_CHECK(ncclGroupStart());
     for (int k = 0; k < o.colls; ++k, ++coll_index) {
       if (main_thread && g_rank == o.sleep_rank && coll_index == o.sleep_coll) {
         std::this_thread::sleep_for(std::chrono::milliseconds(o.sleep_ms));
       }
       collective(o.kinds[k % o.kinds.size()], count, world, step);
     }
-    if (o.group) CHECK(ncclGroupEnd());
+    if (o.group) FAKE_NCCL_CHECK(ncclGroupEnd());
     if (split != nullptr)
-      CHECK(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, split, nullptr));
+      FAKE_NCCL_CHECK(ncclAllReduce(buf, buf, count, ncclFloat32, ncclSum, split, nullptr));
     if (o.sendrecv && g_world > 1) {
-      CHECK(ncclGroupStart());
-      CHECK(ncclSend(buf, count, ncclFloat32, (g_rank + 1) % g_world, world, nullptr));
-      CHECK(ncclRecv(buf, count, ncclFloat32, (g_rank + g_world - 1) % g_world, world, nullptr));
-      CHECK(ncclGroupEnd());
+      FAKE_NCCL_CHECK(ncclGroupStart());
+      FAKE_NCCL_CHECK(ncclSend(buf, count, ncclFloat32, (g_rank + 1) % g_world, world, nullptr));
+      FAKE_NCCL_CHECK(
+          ncclRecv(buf, count, ncclFloat32, (g_rank + g_world - 1) % g_world, world, nullptr));
+      FAKE_NCCL_CHECK(ncclGroupEnd());
     }
     if (o.nonblocking) wait_ready(world);
   }
@@ -199,6 +163,7 @@ int probe() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  ncclwatch::fakes::g_program = "fake_rank";
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -264,33 +229,25 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  ncclUniqueId id = exchange_id("world");
+  ncclUniqueId id = ncclwatch::fakes::exchange_unique_id("world");
   if (g_rank == o.skip_init_rank) spin_forever();
-  ncclComm_t world = nullptr;
-  if (o.nonblocking) {
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;
-    CHECK(ncclCommInitRankConfig(&world, g_world, id, g_rank, &config));
-    wait_ready(world);
-  } else {
-    CHECK(ncclCommInitRank(&world, g_world, id, g_rank));
-  }
+  ncclComm_t world = ncclwatch::fakes::init_comm(g_world, id, o.nonblocking);
   ncclComm_t split = nullptr;
-  if (o.split > 0) CHECK(ncclCommSplit(world, g_rank % o.split, g_rank, &split, nullptr));
+  if (o.split > 0) FAKE_NCCL_CHECK(ncclCommSplit(world, g_rank % o.split, g_rank, &split, nullptr));
 
   std::thread second;
   ncclComm_t other = nullptr;
   if (o.threads) {
-    ncclUniqueId id2 = exchange_id("thread2");
-    CHECK(ncclCommInitRank(&other, g_world, id2, g_rank));
+    other = ncclwatch::fakes::init_comm(g_world, ncclwatch::fakes::exchange_unique_id("thread2"),
+                                        /*nonblocking=*/false);
     second = std::thread([&] { run_steps(o, other, nullptr, false); });
   }
   run_steps(o, world, split, true);
   if (second.joinable()) second.join();
 
-  if (other != nullptr) CHECK(ncclCommDestroy(other));
-  if (split != nullptr) CHECK(ncclCommDestroy(split));
-  CHECK(ncclCommFinalize(world));
-  CHECK(ncclCommDestroy(world));
+  if (other != nullptr) FAKE_NCCL_CHECK(ncclCommDestroy(other));
+  if (split != nullptr) FAKE_NCCL_CHECK(ncclCommDestroy(split));
+  FAKE_NCCL_CHECK(ncclCommFinalize(world));
+  FAKE_NCCL_CHECK(ncclCommDestroy(world));
   return 0;
 }

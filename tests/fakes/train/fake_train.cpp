@@ -41,17 +41,17 @@
 //   --tp-kb K           KiB per tensor-parallel all-reduce (default 512)
 // Rank 0 writes the ncclUniqueId to $FAKE_RDZV_DIR/train.uid; the others wait for it.
 // Prints one line per rank at the end: "fake_train rank R steps N mean_step_us X".
-// Exit status: 0, 2 on bad options, 4 on an NCCL/CUDA error.
+// Exit status: 0, 2 on bad options, 4 on an NCCL/CUDA error, 5 when rank 0's unique id never
+// came.
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "common/unique_id_file.h"
+#include "common/rank_support.h"
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -79,16 +79,10 @@ struct Options {
   std::vector<RankValue> slow, stall, stall_step, spike;
 };
 
-int g_rank = 0;
+using ncclwatch::fakes::env_int;
+using ncclwatch::fakes::g_rank;
+using ncclwatch::fakes::wait_ready;
 
-#define NCCL_CHECK(call)                                                              \
-  do {                                                                                \
-    ncclResult_t r_ = (call);                                                         \
-    if (r_ != ncclSuccess && r_ != ncclInProgress) {                                  \
-      std::fprintf(stderr, "fake_train %d: %s failed: %d\n", g_rank, #call, (int)r_); \
-      std::exit(4);                                                                   \
-    }                                                                                 \
-  } while (0)
 #define CUDA_CHECK(call)                                                              \
   do {                                                                                \
     cudaError_t e_ = (call);                                                          \
@@ -97,11 +91,6 @@ int g_rank = 0;
       std::exit(4);                                                                   \
     }                                                                                 \
   } while (0)
-
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::atoi(v) : fallback;
-}
 
 bool parse_values(const char* s, int n, RankValue& out) {
   double v[3] = {0, 0, 0};
@@ -170,19 +159,6 @@ bool parse(int argc, char** argv, Options& o) {
          o.launch_us >= 0 && o.tp >= 0 && o.tp_kb > 0;
 }
 
-ncclUniqueId exchange_id() {
-  ncclUniqueId id{};
-  if (g_rank == 0) {
-    NCCL_CHECK(ncclGetUniqueId(&id));
-    ncclwatch::fakes::publish_unique_id("train", id);
-  } else if (!ncclwatch::fakes::wait_for_unique_id("train", id)) {
-    std::fprintf(stderr, "fake_train %d: no unique id at %s\n", g_rank,
-                 ncclwatch::fakes::unique_id_path("train").c_str());
-    std::exit(4);
-  }
-  return id;
-}
-
 double g_launch_us = 0;
 
 void kernel(cudaStream_t s, const char* name, double us) {
@@ -192,18 +168,10 @@ void kernel(cudaStream_t s, const char* name, double us) {
   CUDA_CHECK(cudaLaunchKernel(&dummy, dim3(1), dim3(1), nullptr, 0, s));
 }
 
-void wait_ready(ncclComm_t comm) {
-  ncclResult_t state = ncclInProgress;
-  while (state == ncclInProgress) {
-    NCCL_CHECK(ncclCommGetAsyncError(comm, &state));
-    if (state == ncclInProgress) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  NCCL_CHECK(state);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
+  ncclwatch::fakes::g_program = "fake_train";
   Options o;
   if (!parse(argc, argv, o)) {
     std::fprintf(stderr,
@@ -221,20 +189,12 @@ int main(int argc, char** argv) {
     if (s.rank == g_rank) slow *= s.a;
   }
 
-  ncclUniqueId id = exchange_id();
-  ncclComm_t comm = nullptr;
-  if (o.nonblocking) {
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;
-    NCCL_CHECK(ncclCommInitRankConfig(&comm, world, id, g_rank, &config));
-    wait_ready(comm);
-  } else {
-    NCCL_CHECK(ncclCommInitRank(&comm, world, id, g_rank));
-  }
+  ncclComm_t comm = ncclwatch::fakes::init_comm(
+      world, ncclwatch::fakes::exchange_unique_id("train"), o.nonblocking);
   // Tensor-parallel group: every rank takes part in the split (NCCL's rule).
   ncclComm_t tp_comm = nullptr;
   if (o.tp > 0) {
-    NCCL_CHECK(ncclCommSplit(comm, g_rank / o.tp, g_rank, &tp_comm, nullptr));
+    FAKE_NCCL_CHECK(ncclCommSplit(comm, g_rank / o.tp, g_rank, &tp_comm, nullptr));
     if (o.nonblocking) wait_ready(tp_comm);
   }
   const size_t tp_count = static_cast<size_t>(o.tp_kb * 1024 / 4);
@@ -250,7 +210,7 @@ int main(int argc, char** argv) {
   CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&grads), sizeof(float)));
 
   // DDP's _sync_module_states: parameters broadcast from rank 0 before the first step.
-  NCCL_CHECK(ncclBroadcast(grads, grads, count, ncclFloat32, 0, comm, comm_stream));
+  FAKE_NCCL_CHECK(ncclBroadcast(grads, grads, count, ncclFloat32, 0, comm, comm_stream));
   if (o.nonblocking) wait_ready(comm);
   CUDA_CHECK(cudaStreamSynchronize(comm_stream));
 
@@ -267,7 +227,8 @@ int main(int argc, char** argv) {
     if (o.nvtx) nvtxRangePushA("step");
     auto tp_all_reduce = [&] {
       if (tp_comm == nullptr) return;
-      NCCL_CHECK(ncclAllReduce(grads, grads, tp_count, ncclFloat32, ncclSum, tp_comm, compute));
+      FAKE_NCCL_CHECK(
+          ncclAllReduce(grads, grads, tp_count, ncclFloat32, ncclSum, tp_comm, compute));
       if (o.nonblocking) wait_ready(tp_comm);
     };
     for (int l = 0; l < o.layers; ++l) {
@@ -293,14 +254,16 @@ int main(int argc, char** argv) {
       CUDA_CHECK(cudaEventRecord(ready[bucket], compute));
       if (o.overlap) {
         CUDA_CHECK(cudaStreamWaitEvent(comm_stream, ready[bucket], 0));
-        NCCL_CHECK(ncclAllReduce(grads, grads, count, ncclFloat32, ncclSum, comm, comm_stream));
+        FAKE_NCCL_CHECK(
+            ncclAllReduce(grads, grads, count, ncclFloat32, ncclSum, comm, comm_stream));
       }
       ++bucket;
     }
     if (!o.overlap) {
       CUDA_CHECK(cudaStreamWaitEvent(comm_stream, ready[o.buckets - 1], 0));
       for (int b = 0; b < o.buckets; ++b) {
-        NCCL_CHECK(ncclAllReduce(grads, grads, count, ncclFloat32, ncclSum, comm, comm_stream));
+        FAKE_NCCL_CHECK(
+            ncclAllReduce(grads, grads, count, ncclFloat32, ncclSum, comm, comm_stream));
       }
     }
     if (o.nonblocking) wait_ready(comm);
@@ -313,8 +276,8 @@ int main(int argc, char** argv) {
   auto elapsed =
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   CUDA_CHECK(cudaStreamSynchronize(comm_stream));
-  if (tp_comm != nullptr) NCCL_CHECK(ncclCommDestroy(tp_comm));
-  NCCL_CHECK(ncclCommDestroy(comm));
+  if (tp_comm != nullptr) FAKE_NCCL_CHECK(ncclCommDestroy(tp_comm));
+  FAKE_NCCL_CHECK(ncclCommDestroy(comm));
   CUDA_CHECK(cudaFree(grads));
   std::printf("fake_train rank %d steps %d mean_step_us %.0f\n", g_rank, o.steps,
               o.steps > 0 ? elapsed / o.steps : 0.0);
