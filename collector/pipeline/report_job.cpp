@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -15,8 +16,7 @@
 #include "report/json_renderer.h"
 #include "report/text_renderer.h"
 
-#include "kineto/kineto_loader.h"
-#include "trace/job_loader.h"
+#include "pipeline/job_input.h"
 
 namespace ncclwatch::pipeline {
 
@@ -55,30 +55,30 @@ class ProgressLine {
   Clock::time_point start_ = Clock::now(), last_{};
 };
 
-bool load(const ReportRequest& req, model::JobTrace& job, ProgressLine& progress, std::FILE* err) {
-  if (!req.dir.empty() && !req.kineto.empty()) {
-    std::fprintf(err, "ncclwatch: give a trace directory or --kineto files, not both\n");
-    return false;
+// The job, from the inputs of the kind their content says (or --kineto's); nullopt after a line
+// on `err` when the inputs are missing, unrecognised or mixed.
+std::optional<JobInput> load(const ReportRequest& req, model::JobTrace& job, ProgressLine& progress,
+                             std::FILE* err) {
+  std::vector<std::string> paths = req.inputs;
+  if (!req.dir.empty()) paths.insert(paths.begin(), req.dir);
+  if (!paths.empty() && !req.kineto.empty()) {
+    std::fprintf(err, "ncclwatch: give trace inputs or --kineto files, not both\n");
+    return std::nullopt;
   }
+  std::optional<JobInput> input;
+  std::string error;
   if (!req.kineto.empty()) {
-    kineto::LoadLimits limits;
-    limits.max_inflate_ratio = req.max_inflate_ratio;
-    job = kineto::load_job(req.kineto, limits);
-    return true;
+    input = JobInput{InputKind::kKineto, req.kineto};
+  } else if (input = detect_job_input(paths, error); !input) {
+    std::fprintf(err, "ncclwatch: %s\n", error.c_str());
+    return std::nullopt;
   }
-  std::error_code ec;
-  if (!std::filesystem::is_directory(req.dir, ec)) {
-    std::fprintf(err, "ncclwatch: %s: no such directory\n", req.dir.c_str());
-    return false;
-  }
-  trace::JobLoadOptions options;
-  options.job = req.job;
-  options.progress = [&progress](const trace::JobLoadProgress& p) {
-    progress.show(fmt::format("reading traces: {}/{} files, {} records", p.files_done,
-                              p.files_total, p.records_total));
-  };
-  job = trace::load_job(req.dir, options);
-  return true;
+  JobLoadSettings settings;
+  settings.job = req.job;
+  settings.max_inflate_ratio = req.max_inflate_ratio;
+  settings.progress = [&progress](const std::string& line) { progress.show(line); };
+  job = load_job_input(*input, settings);
+  return input;
 }
 
 }  // namespace
@@ -102,19 +102,22 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
   }
   {
     ProgressLine progress(err, req.progress);
-    if (!load(req, job, progress, err)) return ReportStatus::kError;
+    const std::optional<JobInput> input = load(req, job, progress, err);
+    if (!input) return ReportStatus::kError;
+    const bool ncclwatch_traces = input->kind == InputKind::kNcclwatch;
     if (job.ranks.empty()) {
       for (const auto& p : job.problems)
         std::fprintf(err, "ncclwatch: %s: %s\n", p.source.c_str(), p.message.c_str());
       std::fprintf(err, "ncclwatch: no rank traces%s in %s\n",
                    req.job.empty() ? "" : (" of job " + req.job).c_str(),
-                   req.dir.empty() ? "the Kineto files" : req.dir.c_str());
+                   ncclwatch_traces ? input->paths[0].c_str() : "the Kineto files");
       return ReportStatus::kError;
     }
     PipelineOptions options;
-    options.topology_dir = req.dir;
+    // NCCL_DEBUG logs next to the traces feed the topology check.
+    if (ncclwatch_traces) options.topology_dir = input->paths[0];
     options.topology_logs = req.nccl_logs;
-    options.link_gpu = req.kineto.empty();
+    options.link_gpu = ncclwatch_traces;
     options.progress = [&progress](const char* stage) { progress.show(stage); };
     PipelineResult result = run_pipeline(job, options);
     model::Report& report = result.report;

@@ -1,6 +1,6 @@
 // `ncclwatch report` and `ncclwatch run` end the same way: load the job (trace directory or Kineto
-// traces), run the pipeline, print the report, write the JSON. Kept here, not in tools/, so that
-// tests reach it.
+// traces, one loader interface: pipeline/job_input.h), run the pipeline, print the report, write
+// the JSON. Kept here, not in tools/, so that tests reach it.
 #pragma once
 
 #include <cstdint>
@@ -11,10 +11,14 @@
 namespace ncclwatch::pipeline {
 
 struct ReportRequest {
-  std::string dir;                     // ncclwatch trace directory ("" when only Kineto files)
-  std::string job;                     // "" = the job with most ranks in dir
+  // What to report on: an ncclwatch trace directory, or PyTorch-profiler (Kineto) trace files or
+  // directories; the kind is told from the content (pipeline/job_input.h). `run` gives its
+  // trace directory as `dir`, which is the same as inputs = {dir}.
+  std::string dir;
+  std::vector<std::string> inputs;
+  std::vector<std::string> kineto;     // --kineto: Kineto traces, the kind forced
+  std::string job;                     // "" = the job with most ranks in the directory
   std::string json_path;               // "" = no JSON file
-  std::vector<std::string> kineto;     // PyTorch-profiler traces (files or directories)
   std::vector<std::string> nccl_logs;  // extra NCCL_DEBUG logs for the topology check
   uint64_t max_inflate_ratio = 100;    // a .gz Kineto trace inflates at most this x its size
   bool progress = true;                // progress lines on `err` once loading takes > 1 s

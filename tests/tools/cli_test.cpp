@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include "gzip.h"
 #include "process.h"
+#include "synthetic_trace.h"
 
 namespace {
 
@@ -54,7 +56,7 @@ TEST_F(Cli, UsageErrorsAreExitTwoWithOneLine) {
 TEST_F(Cli, ReportOfAMissingDirectoryIsAnError) {
   Result r = cli("report " + (root_ / "nope").string());
   EXPECT_EQ(r.rc, 1) << r.err;
-  EXPECT_NE(r.err.find("no such directory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no such file or directory"), std::string::npos) << r.err;
   expect_prefixed(r.err);
 }
 
@@ -63,6 +65,41 @@ TEST_F(Cli, ReportOfADirectoryWithoutTracesIsAnError) {
   Result r = cli("report " + (root_ / "empty").string());
   EXPECT_EQ(r.rc, 1) << r.err;
   EXPECT_NE(r.err.find("no rank traces"), std::string::npos) << r.err;
+}
+
+// Kineto traces are told from their content: the same report as with --kineto, no flag needed.
+TEST_F(Cli, ReportReadsKinetoTracesWithoutTheFlag) {
+  ncclwatch::kineto::testing::SyntheticTraceSpec spec;
+  std::ofstream(root_ / "a.json") << ncclwatch::kineto::testing::synthetic_trace(spec);
+  spec.rank = 1;
+  std::ofstream(root_ / "b.json.gz")
+      << ncclwatch::test_support::gzip(ncclwatch::kineto::testing::synthetic_trace(spec));
+  const std::string files = (root_ / "a.json").string() + " " + (root_ / "b.json.gz").string();
+  Result detected = cli("report " + files + " --no-progress");
+  Result forced = cli("report --kineto " + files + " --no-progress");
+  EXPECT_TRUE(detected.rc == 0 || detected.rc == 3) << detected.err;
+  EXPECT_EQ(detected.rc, forced.rc);
+  EXPECT_EQ(detected.out, forced.out);
+  EXPECT_NE(detected.out.find("2 ranks"), std::string::npos) << detected.out;
+  // A directory of them too.
+  fs::create_directories(root_ / "k");
+  fs::rename(root_ / "a.json", root_ / "k" / "a.json");
+  fs::rename(root_ / "b.json.gz", root_ / "k" / "b.json.gz");
+  EXPECT_EQ(cli("report " + (root_ / "k").string() + " --no-progress").out, forced.out);
+}
+
+TEST_F(Cli, ReportOfAnUnrecognisedInputIsAnError) {
+  std::ofstream(root_ / "notes.txt") << "rank 3 was slow on Tuesday\n";
+  Result r = cli("report " + (root_ / "notes.txt").string());
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find("not an ncclwatch trace directory nor a Kineto trace"), std::string::npos)
+      << r.err;
+  expect_prefixed(r.err);
+  // Inputs and --kineto together: one or the other.
+  Result both = cli("report " + (root_ / "notes.txt").string() + " --kineto " +
+                    (root_ / "notes.txt").string());
+  EXPECT_EQ(both.rc, 1) << both.err;
+  EXPECT_NE(both.err.find("not both"), std::string::npos) << both.err;
 }
 
 TEST_F(Cli, RunOfAJobWithoutNcclSaysSoAndLeavesNoDirectory) {

@@ -1,7 +1,7 @@
-// `ncclwatch report DIR [--job ID] [--json FILE] [--html FILE] [--trace FILE [--steps A:B]]
-// [--kineto FILE...]
-// [--nccl-log FILE...]`: the report of a finished (or salvaged) job from its trace directory, or
-// from PyTorch-profiler traces; --trace also writes the merged timeline (collector/export).
+// `ncclwatch report DIR|KINETO... [--job ID] [--json FILE] [--html FILE] [--trace FILE
+// [--steps A:B]] [--kineto FILE...] [--nccl-log FILE...]`: the report of a finished (or salvaged)
+// job from its trace directory, or from PyTorch-profiler traces (told apart by content, or
+// forced with --kineto); --trace also writes the merged timeline (collector/export).
 #include <memory>
 
 #include "command.h"
@@ -15,12 +15,14 @@ ncclwatch::tools::Command report_command{
       auto req = std::make_shared<ncclwatch::pipeline::ReportRequest>();
       CLI::App* sub =
           app.add_subcommand("report", "Merge a job's rank traces and print the report");
-      sub->add_option("dir", req->dir, "Trace directory (NCCLWATCH_DIR of the job)");
+      sub->add_option("inputs", req->inputs,
+                      "Trace directory (NCCLWATCH_DIR of the job), or PyTorch-profiler (Kineto) "
+                      "trace files / directories: the kind is told from the content");
       sub->add_option("--job", req->job, "Job id, when the directory holds several jobs");
       sub->add_option("--json", req->json_path,
                       "Also write the report as JSON (docs/report-schema.md)");
       sub->add_option("--kineto", req->kineto,
-                      "PyTorch-profiler (Kineto) traces instead of a trace directory")
+                      "Read these as PyTorch-profiler (Kineto) traces, whatever they hold")
           ->expected(1, -1);
       sub->add_option("--nccl-log", req->nccl_logs, "NCCL_DEBUG=INFO logs for the topology check")
           ->expected(1, -1);
@@ -36,8 +38,8 @@ ncclwatch::tools::Command report_command{
           ->capture_default_str();
       sub->add_flag("!--no-progress", req->progress, "No progress lines on stderr");
       sub->callback([req, &exit_code] {
-        if (req->dir.empty() && req->kineto.empty()) {
-          throw CLI::RequiredError("a trace directory or --kineto FILE...");
+        if (req->inputs.empty() && req->kineto.empty()) {
+          throw CLI::RequiredError("a trace directory or Kineto traces");
         }
         exit_code = static_cast<int>(ncclwatch::pipeline::report_job(*req, stdout, stderr));
       });

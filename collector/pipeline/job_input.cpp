@@ -1,0 +1,144 @@
+#include "pipeline/job_input.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "kineto/kineto_loader.h"
+#include "ncclwatch/format.h"
+#include "trace/job_loader.h"
+
+namespace ncclwatch::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+
+enum class Content { kNcclwatchTrace, kKinetoLike, kOther };
+
+// What the first bytes of `path` say. Only a regular file is read (a FIFO or a device never is).
+Content sniff(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return Content::kOther;
+  struct stat st {};
+  unsigned char head[512];
+  ssize_t n = -1;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = ::pread(fd, head, sizeof head, 0);
+  ::close(fd);
+  if (n <= 0) return Content::kOther;
+  const auto size = static_cast<std::size_t>(n);
+  uint64_t magic = 0;
+  if (size >= sizeof magic) std::memcpy(&magic, head, sizeof magic);
+  if (magic == format::kTraceMagic) return Content::kNcclwatchTrace;
+  // gzip: a Kineto .json.gz (ncclwatch never compresses its traces; the Kineto loader checks
+  // what is inside).
+  if (size >= 2 && head[0] == 0x1f && head[1] == 0x8b) return Content::kKinetoLike;
+  std::size_t i = 0;
+  if (size >= 3 && head[0] == 0xef && head[1] == 0xbb && head[2] == 0xbf) i = 3;  // UTF-8 BOM
+  while (i < size && (head[i] == ' ' || head[i] == '\t' || head[i] == '\n' || head[i] == '\r')) ++i;
+  return i < size && head[i] == '{' ? Content::kKinetoLike : Content::kOther;
+}
+
+bool kineto_name(const fs::path& p) {
+  const std::string name = p.filename().string();
+  return name.ends_with(".json") || name.ends_with(".json.gz");
+}
+
+// A directory's kind; nullopt when it holds neither. Entries are looked at without following
+// symlinks (the loaders skip those too).
+std::optional<InputKind> directory_kind(const std::string& dir) {
+  std::error_code ec;
+  bool kineto = false, trace_names = false;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->symlink_status(type_ec).type() != fs::file_type::regular) continue;
+    const Content c = sniff(it->path().string());
+    if (c == Content::kNcclwatchTrace) return InputKind::kNcclwatch;
+    kineto = kineto || (c == Content::kKinetoLike && kineto_name(it->path()));
+    trace_names = trace_names || it->path().extension() == ".trace";
+  }
+  if (kineto) return InputKind::kKineto;
+  if (trace_names) return InputKind::kNcclwatch;
+  return std::nullopt;
+}
+
+const char* kind_name(InputKind kind) {
+  return kind == InputKind::kNcclwatch ? "an ncclwatch trace directory" : "Kineto traces";
+}
+
+}  // namespace
+
+std::optional<JobInput> detect_job_input(const std::vector<std::string>& paths,
+                                         std::string& error) {
+  if (paths.empty()) {
+    error = "no input given";
+    return std::nullopt;
+  }
+  JobInput input;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    const std::string& path = paths[i];
+    std::error_code ec;
+    const fs::file_status st = fs::status(path, ec);
+    std::optional<InputKind> kind;
+    if (!fs::exists(st)) {
+      error = fmt::format("{}: no such file or directory", path);
+      return std::nullopt;
+    }
+    if (fs::is_directory(st)) {
+      kind = directory_kind(path);
+      if (!kind) {
+        error = fmt::format(
+            "no rank traces in {}: neither ncclwatch trace files nor Kineto traces (.json, "
+            ".json.gz) in it",
+            path);
+        return std::nullopt;
+      }
+    } else {
+      const Content c = sniff(path);
+      if (c == Content::kNcclwatchTrace) {
+        error = fmt::format("{} is one rank's ncclwatch trace: give its directory", path);
+        return std::nullopt;
+      }
+      if (c != Content::kKinetoLike) {
+        error = fmt::format(
+            "{}: not an ncclwatch trace directory nor a Kineto trace (a JSON object, or gzip)",
+            path);
+        return std::nullopt;
+      }
+      kind = InputKind::kKineto;
+    }
+    if (i == 0) {
+      input.kind = *kind;
+    } else if (*kind != input.kind || input.kind == InputKind::kNcclwatch) {
+      error = fmt::format("{} is {}, {} is {}: give one trace directory, or Kineto traces only",
+                          paths[0], kind_name(input.kind), path, kind_name(*kind));
+      return std::nullopt;
+    }
+    input.paths.push_back(path);
+  }
+  return input;
+}
+
+model::JobTrace load_job_input(const JobInput& input, const JobLoadSettings& settings) {
+  if (input.kind == InputKind::kKineto) {
+    kineto::LoadLimits limits;
+    limits.max_inflate_ratio = settings.max_inflate_ratio;
+    return kineto::load_job(input.paths, limits);
+  }
+  trace::JobLoadOptions options;
+  options.job = settings.job;
+  if (settings.progress) {
+    options.progress = [&settings](const trace::JobLoadProgress& p) {
+      settings.progress(fmt::format("reading traces: {}/{} files, {} records", p.files_done,
+                                    p.files_total, p.records_total));
+    };
+  }
+  return trace::load_job(input.paths.at(0), options);
+}
+
+}  // namespace ncclwatch::pipeline

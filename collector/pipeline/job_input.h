@@ -1,0 +1,42 @@
+// What `ncclwatch report` reads, and the one way it loads it: an ncclwatch trace directory or
+// PyTorch-profiler (Kineto) traces, told apart by what the files hold (the trace magic of
+// format.h; a gzip stream or a JSON object), never by their names alone. Both loaders give the
+// same model::JobTrace, with their input problems in JobTrace::problems.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/job_trace.h"
+
+namespace ncclwatch::pipeline {
+
+enum class InputKind {
+  kNcclwatch,  // a directory of ncclwatch trace files (trace::load_job)
+  kKineto,     // Kineto trace files, or directories of them (kineto::load_job)
+};
+
+struct JobInput {
+  InputKind kind = InputKind::kNcclwatch;
+  std::vector<std::string> paths;  // kNcclwatch: exactly one directory
+};
+
+// The kind of `paths`, from their content. A directory is ncclwatch's when a file in it has the
+// trace magic, Kineto's when a .json / .json.gz in it is a gzip stream or a JSON object (the
+// files the Kineto loader reads), and ncclwatch's when it only has *.trace names with neither
+// (that loader then says what is wrong with each). nullopt with `error` set when a path is
+// missing, holds neither kind, is a single ncclwatch trace file, or the paths mix the kinds.
+std::optional<JobInput> detect_job_input(const std::vector<std::string>& paths, std::string& error);
+
+struct JobLoadSettings {
+  std::string job;                   // ncclwatch: the job in the directory ("" = most ranks)
+  uint64_t max_inflate_ratio = 100;  // Kineto: a .gz may inflate at most this x its size
+  std::function<void(const std::string&)> progress;  // a progress line, now and then
+};
+
+model::JobTrace load_job_input(const JobInput& input, const JobLoadSettings& settings);
+
+}  // namespace ncclwatch::pipeline
