@@ -10,47 +10,24 @@ distributedInfo) in a temporary directory; HTA's TraceAnalysis(trace_dir=...) lo
 HTA_DISABLE_NS_ROUNDING=1: the export has ns resolution) and get_comm_comp_overlap() gives each
 rank's overlap. ncclwatch's figure over the same kernels is in each process_labels event
 (ncclwatch_overlap_pct). Exit 0 when every rank agrees within the tolerance, 1 when one does not,
-77 (CTest's skip code) when HTA cannot be imported.
+77 (CTest's skip code) when HTA cannot be imported (trace_reader_common.py).
 """
-import argparse
-import json
 import logging
 import os
 import sys
 import tempfile
 
-
-def split_by_rank(path, out_dir):
-    with open(path, encoding="utf-8") as f:
-        doc = json.load(f)
-    per_pid, ours = {}, {}
-    for ev in doc["traceEvents"]:
-        per_pid.setdefault(ev.get("pid"), []).append(ev)
-        if ev.get("ph") == "M" and ev.get("name") == "process_labels":
-            ours[ev["pid"]] = ev["args"].get("ncclwatch_overlap_pct")
-    world = doc["distributedInfo"]["world_size"]
-    files = {}
-    for pid, events in per_pid.items():
-        rank_doc = {k: v for k, v in doc.items() if k != "traceEvents"}
-        rank_doc["distributedInfo"] = dict(doc["distributedInfo"], rank=pid, world_size=world)
-        rank_doc["traceEvents"] = events
-        files[pid] = os.path.join(out_dir, f"rank{pid}.json")
-        with open(files[pid], "w", encoding="utf-8") as f:
-            json.dump(rank_doc, f)
-    return files, ours
+from trace_reader_common import import_reader, run, split_by_rank
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("trace")
-    ap.add_argument("--tolerance-pp", type=float, default=0.1)
-    args = ap.parse_args()
+def hta_trace_analysis():
+    from hta.trace_analysis import TraceAnalysis
+    return TraceAnalysis
+
+
+def check(args):
     os.environ.setdefault("HTA_DISABLE_NS_ROUNDING", "1")
-    try:
-        from hta.trace_analysis import TraceAnalysis
-    except Exception as e:  # noqa: BLE001 - any import failure means "not installed here"
-        print(f"SKIP: HolisticTraceAnalysis cannot be imported ({e}); scripts/test.sh installs it")
-        return 77
+    TraceAnalysis = import_reader("HolisticTraceAnalysis", hta_trace_analysis)
     logging.disable(logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp:
         files, ours = split_by_rank(args.trace, tmp)
@@ -72,12 +49,8 @@ def main():
             bad.append(f"rank {rank}: HTA {hta:.2f}% vs ncclwatch {mine:.4f}%")
     if len(df) != len(ours):
         bad.append(f"HTA analysed {len(df)} ranks, the trace has {len(ours)}")
-    if bad:
-        print("MISMATCH: " + "; ".join(bad))
-        return 1
-    print(f"OK: {len(df)} ranks, largest difference {worst:.4f} pp (tolerance {args.tolerance_pp})")
-    return 0
+    return bad, f"{len(df)} ranks, largest difference {worst:.4f} pp (tolerance {args.tolerance_pp})"
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(__doc__, check, [("--tolerance-pp", {"type": float, "default": 0.1})]))

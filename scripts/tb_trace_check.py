@@ -5,7 +5,7 @@
 
 TRACE.json is `ncclwatch report|run --trace` output: one process per rank. The plugin
 (torch-tb-profiler) reads one file per worker, so the merged file is split by pid into rank files
-as for HTA (hta_trace_check.split_by_rank, what a user does before `tensorboard --logdir`). Each
+as for HTA (trace_reader_common.split_by_rank, what a user does before `tensorboard --logdir`). Each
 file then goes through the plugin's own loading path (RunProfileData.parse: preprocessing,
 event parsing, the operator tree; RunGenerator: the overview, operator and kernel views;
 DistributedRunGenerator over all ranks: the distributed view). Checked per rank: no error from
@@ -13,17 +13,14 @@ the plugin (it logs "ranges on the same thread should not intersect" for a malfo
 ProfilerStep ranges come back as the steps of the file, kernels are seen as compute and the NCCL
 kernels as communication (Kineto's External id linking), and the distributed view has every
 rank. Exit 0 on success, 1 on a failure, 77 (CTest's skip code) when the plugin cannot be
-imported.
+imported (trace_reader_common.py).
 """
-import argparse
 import json
 import logging
-import os
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hta_trace_check import split_by_rank  # noqa: E402
+from trace_reader_common import import_reader, run, split_by_rank
 
 
 # Logged at error level for what is not an error in the file: the communicator's setup collective
@@ -42,26 +39,31 @@ class Errors(logging.Handler):
             self.messages.append(record.getMessage())
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("trace")
-    args = ap.parse_args()
-    try:
-        from torch_tb_profiler import utils
-        from torch_tb_profiler.profiler.data import DistributedRunProfileData, RunProfileData
-        from torch_tb_profiler.profiler.run_generator import DistributedRunGenerator, RunGenerator
-    except Exception as e:  # noqa: BLE001 - any import failure means "not installed here"
-        print(f"SKIP: torch-tb-profiler cannot be imported ({e}); scripts/test.sh installs it")
-        return 77
+def plugin():
+    from torch_tb_profiler import utils
+    from torch_tb_profiler.profiler.data import DistributedRunProfileData, RunProfileData
+    from torch_tb_profiler.profiler.run_generator import DistributedRunGenerator, RunGenerator
+    return utils, DistributedRunProfileData, RunProfileData, DistributedRunGenerator, RunGenerator
+
+
+def expected_steps(path):
+    """{pid: [step numbers]} of the ProfilerStep ranges in the merged file."""
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    steps = {}
+    for ev in doc["traceEvents"]:
+        if ev.get("ph") == "X" and str(ev.get("name", "")).startswith("ProfilerStep#"):
+            steps.setdefault(ev["pid"], []).append(ev["name"][len("ProfilerStep#"):])
+    return steps
+
+
+def check(args):
+    utils, DistributedRunProfileData, RunProfileData, DistributedRunGenerator, RunGenerator = \
+        import_reader("torch-tb-profiler", plugin)
     errors = Errors()
     utils.get_logger().addHandler(errors)
     bad = []
-    with open(args.trace, encoding="utf-8") as f:
-        doc = json.load(f)
-    expected_steps = {}
-    for ev in doc["traceEvents"]:
-        if ev.get("ph") == "X" and str(ev.get("name", "")).startswith("ProfilerStep#"):
-            expected_steps.setdefault(ev["pid"], []).append(ev["name"][len("ProfilerStep#"):])
+    steps_in_file = expected_steps(args.trace)
     dist = []
     with tempfile.TemporaryDirectory() as tmp:
         files, _ = split_by_rank(args.trace, tmp)
@@ -78,8 +80,8 @@ def main():
                 print("   plugin:", m[:300])
             if errors.messages:
                 bad.append(f"rank {pid}: plugin errors, first: {errors.messages[0]}")
-            if steps != expected_steps.get(pid, []):
-                bad.append(f"rank {pid}: steps {steps} != the file's {expected_steps.get(pid)}")
+            if steps != steps_in_file.get(pid, []):
+                bad.append(f"rank {pid}: steps {steps} != the file's {steps_in_file.get(pid)}")
             if not data.has_kernel or not data.has_communication:
                 bad.append(f"rank {pid}: kernel {data.has_kernel}, communication {data.has_communication}")
             if not data.distributed_info or data.distributed_info.get("rank") != pid:
@@ -88,12 +90,8 @@ def main():
         print(f"distributed view: {overall.views}")
         if not overall.views:
             bad.append("no distributed view")
-    if bad:
-        print("FAIL: " + "; ".join(bad))
-        return 1
-    print(f"OK: {len(files)} ranks read by torch-tb-profiler")
-    return 0
+    return bad, f"{len(files)} ranks read by torch-tb-profiler"
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(__doc__, check))
