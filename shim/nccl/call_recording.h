@@ -1,6 +1,7 @@
-// Shared recording logic of the collective and point-to-point hooks: one CallRecord around the
-// real call, its entry evidence (mark_entered) before it, the in-flight call set for the CUPTI
-// side, and the CallObserver notified.
+// Shared recording logic of the hooks: for collectives and point-to-point calls one CallRecord
+// around the real call, its entry evidence (mark_entered) before it, the in-flight call set for
+// the CUPTI side, and the CallObserver notified; for the other hooked calls (groups,
+// communicators, unique ids) the start their records share.
 #pragma once
 
 #include <nccl.h>
@@ -21,6 +22,20 @@ struct CallArgs {
   int peer;   // root or peer, -1 if none
   cudaStream_t stream;
 };
+
+// Fills what every non-collective call record (GroupRecord, CommRecord, CommEndRecord,
+// UniqueIdRecord) starts with: the kind, who called what, NCCL's result, and the host span from
+// `t_enter_ns` to now. Call it right after the real call returned.
+template <typename ApiRecord>
+void stamp_api_call(ApiRecord& r, format::RecordKind kind, format::Func func, ncclResult_t result,
+                    int64_t t_enter_ns) noexcept {
+  r.prefix.kind = kind;
+  r.prefix.u8a = static_cast<uint8_t>(func);
+  r.prefix.u8b = static_cast<uint8_t>(static_cast<int8_t>(result));
+  r.prefix.tid = thread_id();
+  r.t_enter_ns = t_enter_ns;
+  r.t_exit_ns = now_ns();
+}
 
 inline uint8_t redop_code(int op) {
   if (op < 0) return 0;

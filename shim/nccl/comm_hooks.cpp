@@ -5,6 +5,7 @@
 #include <atomic>
 #include <climits>
 
+#include "nccl/call_recording.h"
 #include "nccl/comm_id.h"
 #include "nccl/comm_registry.h"
 #include "nccl/hooks.h"
@@ -96,12 +97,7 @@ void comm_created(const CommEvent& e) {
   }
   format::Record rec{};
   format::CommRecord& c = rec.comm;
-  c.prefix.kind = format::RecordKind::kComm;
-  c.prefix.u8a = static_cast<uint8_t>(e.func);
-  c.prefix.u8b = static_cast<uint8_t>(static_cast<int8_t>(e.result));
-  c.prefix.tid = thread_id();
-  c.t_enter_ns = e.t_enter;
-  c.t_exit_ns = now_ns();
+  stamp_api_call(c, format::RecordKind::kComm, e.func, e.result, e.t_enter);
   c.comm_id = e.id;
   c.parent_id = e.parent;
   c.handle = reinterpret_cast<uint64_t>(e.handle);
@@ -142,12 +138,7 @@ ncclResult_t comm_end(Func func, ncclComm_t comm, ncclResult_t (*call)(void*), v
   }
   if (on) {
     format::Record rec{};
-    rec.comm_end.prefix.kind = format::RecordKind::kCommEnd;
-    rec.comm_end.prefix.u8a = static_cast<uint8_t>(func);
-    rec.comm_end.prefix.u8b = static_cast<uint8_t>(static_cast<int8_t>(result));
-    rec.comm_end.prefix.tid = thread_id();
-    rec.comm_end.t_enter_ns = t_enter;
-    rec.comm_end.t_exit_ns = now_ns();
+    stamp_api_call(rec.comm_end, format::RecordKind::kCommEnd, func, result, t_enter);
     rec.comm_end.comm_id = id;
     emit(rec);
   }
@@ -166,12 +157,8 @@ ncclResult_t hookGetUniqueId(ncclUniqueId* uniqueId) {
   mark_returned();
   if (on) {
     format::Record rec{};
-    rec.unique_id.prefix.kind = format::RecordKind::kUniqueId;
-    rec.unique_id.prefix.u8a = static_cast<uint8_t>(Func::kGetUniqueId);
-    rec.unique_id.prefix.u8b = static_cast<uint8_t>(static_cast<int8_t>(result));
-    rec.unique_id.prefix.tid = thread_id();
-    rec.unique_id.t_enter_ns = t_enter;
-    rec.unique_id.t_exit_ns = now_ns();
+    stamp_api_call(rec.unique_id, format::RecordKind::kUniqueId, Func::kGetUniqueId, result,
+                   t_enter);
     if (result == ncclSuccess && uniqueId != nullptr) {
       rec.unique_id.id_hash = unique_id_hash(uniqueId, sizeof *uniqueId);
     }

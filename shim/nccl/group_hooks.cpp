@@ -1,6 +1,7 @@
 // Hooks of ncclGroupStart / ncclGroupEnd: per-thread nesting and outermost group ids.
 #include <atomic>
 
+#include "nccl/call_recording.h"
 #include "nccl/group_state.h"
 #include "nccl/hooks.h"
 #include "record/recorder.h"
@@ -15,12 +16,7 @@ thread_local GroupState t_group;
 format::Record group_record(format::Func func, int64_t t_enter, ncclResult_t result,
                             uint32_t group_id, uint32_t depth) {
   format::Record rec{};
-  rec.group.prefix.kind = format::RecordKind::kGroup;
-  rec.group.prefix.u8a = static_cast<uint8_t>(func);
-  rec.group.prefix.u8b = static_cast<uint8_t>(static_cast<int8_t>(result));
-  rec.group.prefix.tid = thread_id();
-  rec.group.t_enter_ns = t_enter;
-  rec.group.t_exit_ns = now_ns();
+  stamp_api_call(rec.group, format::RecordKind::kGroup, func, result, t_enter);
   rec.group.group_id = group_id;
   rec.group.depth = depth;
   return rec;
