@@ -1,6 +1,5 @@
 #include "live/node_metrics_reader.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 
 #include "live/own_file.h"
 #include "live/rank_record_consumer.h"
+#include "trace/host_clock.h"
 #include "trace/salvage.h"
 #include "trace/segment_view.h"
 #include "trace/trace_file_reader.h"
@@ -18,12 +18,6 @@
 
 namespace ncclwatch::live {
 namespace {
-
-int64_t monotonic_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 
 std::string this_host() {
   char name[256] = {};
@@ -66,7 +60,7 @@ NodeMetricsReader::~NodeMetricsReader() = default;
 
 NodeSnapshot NodeMetricsReader::poll() {
   NodeSnapshot snap;
-  snap.now_ns = monotonic_ns();
+  snap.now_ns = trace::monotonic_ns();
   snap.polls = ++polls_;
   for (auto& [key, r] : ranks_) r->segment_seen = r->trace_seen = false;
 

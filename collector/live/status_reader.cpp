@@ -1,6 +1,5 @@
 #include "live/status_reader.h"
 
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 
 #include "live/own_file.h"
 #include "ncclwatch/in_flight_slot.h"
+#include "trace/host_clock.h"
 #include "trace/record_check.h"
 #include "trace/salvage.h"
 #include "trace/segment_view.h"
@@ -24,12 +24,6 @@ namespace {
 
 using format::Func;
 using format::RecordKind;
-
-int64_t clock_ns(clockid_t id) {
-  timespec ts{};
-  ::clock_gettime(id, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 
 bool has_seq(Func f) {
   return format::is_collective(f) || format::is_p2p(f);
@@ -172,8 +166,8 @@ StatusReader::~StatusReader() = default;
 JobStatus StatusReader::read() {
   JobStatus st;
   st.job = options_.job;
-  st.now_ns = clock_ns(CLOCK_MONOTONIC);
-  st.now_wall_ns = clock_ns(CLOCK_REALTIME);
+  st.now_ns = trace::monotonic_ns();
+  st.now_wall_ns = trace::clock_ns(CLOCK_REALTIME);
 
   // Segments on this node: identity, liveness, and the calls in flight right now.
   struct SegmentInfo {

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "ncclwatch/in_flight_slot.h"
+#include "trace/host_clock.h"
 #include "trace/segment_view.h"
 #include "trace/trace_dir.h"
 #include "trace/trace_file_reader.h"
@@ -215,13 +215,6 @@ std::string named_directory(const SegmentView& seg, const std::string& name, std
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// Host clock of the records (format.h): the dead process shared it with us.
-int64_t monotonic_now_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
 // Appends to `t` (after its whole records) what the ring holds from position K to `write_pos`, then
 // a record for each call the process was inside when it died (never returned, so no record says
 // so). Counts holes, overwritten positions and in-flight calls in `res`; `written` is the file's
@@ -255,7 +248,7 @@ bool append_ring(const Target& t, const SegmentView& seg, uint64_t write_pos, Sa
   }
   for (const auto& slot : seg.in_flight(/*active_only=*/true)) {
     chunk.push_back(
-        format::in_flight_record(slot, monotonic_now_ns(), format::InFlightSource::kSalvage));
+        format::in_flight_record(slot, monotonic_ns(), format::InFlightSource::kSalvage));
     ++res.in_flight;
   }
   return flush();
