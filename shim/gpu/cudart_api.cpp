@@ -2,10 +2,10 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
 #include <vector>
 
 #include "library_finder.h"
+#include "record/settings.h"
 
 namespace ncclwatch::shim::gpu {
 namespace {
@@ -20,11 +20,12 @@ void resolve(void* handle, const char* name, F& fn, std::string& missing) {
 
 bool CudartApi::load(std::string& why) {
   std::vector<std::string> candidates;
-  if (const char* env = std::getenv("NCCLWATCH_CUDART"); env != nullptr && env[0] != '\0') {
-    candidates.emplace_back(env);
-  }
-  if (auto loaded = loaded_library("libcudart.so"); !loaded.empty()) candidates.push_back(loaded);
-  if (candidates.empty()) {
+  // The application's own runtime first: lite mode's events must live in its contexts.
+  if (auto loaded = loaded_library("libcudart.so"); !loaded.empty()) {
+    candidates.push_back(loaded);
+  } else if (const std::string& chosen = settings().cudart; !chosen.empty()) {
+    candidates.push_back(chosen);
+  } else {
     // NCCL links cudart statically; an application may only have the driver loaded.
     candidates = {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
   }

@@ -2,13 +2,13 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "cudart_api.h"
 #include "cupti_tracer.h"
 #include "library_finder.h"
 #include "lite_timer.h"
+#include "record/settings.h"
 
 namespace ncclwatch::shim::gpu {
 namespace {
@@ -22,21 +22,11 @@ LiteTimer& lite() {
   return *timer;
 }
 
-std::size_t env_size(const char* name, std::size_t fallback, std::size_t lo, std::size_t hi) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || v[0] == '\0') return fallback;
-  char* end = nullptr;
-  unsigned long long n = std::strtoull(v, &end, 10);
-  if (*end != '\0' || n < lo || n > hi) {
-    std::fprintf(stderr, "ncclwatch: ignoring %s=%s (expected %zu..%zu)\n", name, v, lo, hi);
-    return fallback;
-  }
-  return static_cast<std::size_t>(n);
-}
-
 // CUDA 12.6 update 2 up to 13.0 can return zero GPU timestamps when a timestamp callback is
 // registered; cudaRuntimeGetVersion cannot tell updates apart, so all of 12.6..13.0 use the
 // measured clock (correct everywhere, just an extra offset read per buffer).
+static_assert(BufferPool::kMaxBuffers == kMaxCuptiBuffers, "NCCLWATCH_CUPTI_BUFFERS' upper bound");
+
 bool timestamp_callback_is_risky(const CudartApi& rt) {
   int v = 0;
   if (rt.RuntimeGetVersion == nullptr || rt.RuntimeGetVersion(&v) != cudaSuccess) return false;
@@ -47,20 +37,7 @@ void at_exit() {
   GpuTimeline::instance().shutdown();
 }
 
-// NVTX ranges reach CUPTI only when NVTX loads CUPTI as its injection library, which it does at
-// the application's first NVTX call, long before the shim starts CUPTI. When the user named the
-// CUPTI to use (NCCLWATCH_CUPTI), point NVTX at that same library; guessing one here could load a
-// second, different CUPTI next to the application's own. NCCLWATCH_NVTX=0 leaves NVTX alone.
-void route_nvtx_to_cupti() {
-  const char* cupti = std::getenv("NCCLWATCH_CUPTI");
-  const char* nvtx = std::getenv("NCCLWATCH_NVTX");
-  if (cupti == nullptr || cupti[0] == '\0' || (nvtx != nullptr && std::strcmp(nvtx, "0") == 0))
-    return;
-  setenv("NVTX_INJECTION64_PATH", cupti, 0);  // never overrides the user's own choice
-}
-
 __attribute__((constructor)) void install_observer() {
-  route_nvtx_to_cupti();  // constructors run before main: no other thread reads the environment
   set_call_observer(&GpuTimeline::instance());
 }
 
@@ -87,11 +64,10 @@ bool GpuTimeline::start(bool settle) noexcept {
     state_.store(kDecided, std::memory_order_release);  // recording off: nothing to time
     return true;
   }
-  const char* mode_env = std::getenv("NCCLWATCH_MODE");
-  std::string mode = mode_env ? mode_env : "full";
-  if (mode == "host") {
-    std::fprintf(stderr,
-                 "ncclwatch: GPU timing off (NCCLWATCH_MODE=host): NCCL call records only\n");
+  const Settings& config = settings();
+  if (config.mode == GpuMode::kHost) {
+    std::fprintf(stderr, "ncclwatch: GPU timing off (%s=host): NCCL call records only\n",
+                 settings::name(settings::Id::kMode));
     decide(TimingMode::kHostOnly);
     return true;
   }
@@ -110,21 +86,13 @@ bool GpuTimeline::start(bool settle) noexcept {
   have_capture_check_ = have_cudart;
 
   std::string reason;
-  if (mode != "lite") {
-    if (mode != "full")
-      std::fprintf(stderr, "ncclwatch: unknown NCCLWATCH_MODE=%s, using full\n", mode.c_str());
+  if (config.mode != GpuMode::kLite) {
     TracerOptions options;
-    options.buffers = env_size("NCCLWATCH_CUPTI_BUFFERS", 16, 2, BufferPool::kMaxBuffers);
-    options.buffer_bytes = env_size("NCCLWATCH_CUPTI_BUFFER_KB", 4096, 64, 1 << 20) * 1024;
-    bool bad_filter = false;
-    const char* kernels = std::getenv("NCCLWATCH_KERNELS");
-    options.filter = KernelFilter::from_env(kernels, &bad_filter);
-    if (bad_filter)
-      std::fprintf(stderr, "ncclwatch: ignoring NCCLWATCH_KERNELS=%s (all|nccl|sampled:N)\n",
-                   kernels);
-    const char* clock = std::getenv("NCCLWATCH_CUPTI_CLOCK");
-    options.measured_clock = (clock && std::strcmp(clock, "measured") == 0) ||
-                             (!(clock && std::strcmp(clock, "callback") == 0) && have_cudart &&
+    options.buffers = config.cupti_buffers;
+    options.buffer_bytes = config.cupti_buffer_kb * 1024;
+    options.filter = KernelFilter(config.kernels, config.kernels_every);
+    options.measured_clock = config.cupti_clock == CuptiClockChoice::kMeasured ||
+                             (config.cupti_clock == CuptiClockChoice::kAuto && have_cudart &&
                               timestamp_callback_is_risky(cudart()));
     CuptiApi api;
     std::string why;
@@ -144,7 +112,7 @@ bool GpuTimeline::start(bool settle) noexcept {
                    : "CUPTI cannot be used (" + why + ")";
     }
   } else {
-    reason = "NCCLWATCH_MODE=lite";
+    reason = std::string(settings::name(settings::Id::kMode)) + "=lite";
   }
   std::string why_lite = why_cudart;
   if (have_cudart && lite().start(cudart(), why_lite)) {

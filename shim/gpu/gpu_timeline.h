@@ -10,11 +10,9 @@
 //   full  (default)          CUPTI (cupti_tracer.h)
 //   lite  NCCLWATCH_MODE=lite, or CUPTI cannot load/subscribe (busy, no driver): CUDA events
 //   host  NCCLWATCH_MODE=host, or no CUDA at all: NCCL call records only
-// Environment: NCCLWATCH_CUPTI (libcupti path), NCCLWATCH_CUDART (libcudart path),
-// NCCLWATCH_KERNELS (all|nccl|sampled:N, kernel_filter.h), NCCLWATCH_CUPTI_CLOCK
-// (callback|measured), NCCLWATCH_CUPTI_BUFFERS (count, <= 64), NCCLWATCH_CUPTI_BUFFER_KB,
-// NCCLWATCH_NVTX=0 (do not set NVTX_INJECTION64_PATH to NCCLWATCH_CUPTI: NVTX ranges then only
-// appear if the user set NVTX_INJECTION64_PATH to the CUPTI the shim uses).
+// Settings (settings.h, read at load): NCCLWATCH_MODE, NCCLWATCH_CUPTI, NCCLWATCH_CUDART,
+// NCCLWATCH_KERNELS (kernel_filter.h), NCCLWATCH_CUPTI_CLOCK, NCCLWATCH_CUPTI_BUFFERS,
+// NCCLWATCH_CUPTI_BUFFER_KB; NCCLWATCH_NVTX is applied at load (shim/nccl/load_time_setup.cpp).
 #pragma once
 
 #include <atomic>

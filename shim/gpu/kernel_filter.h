@@ -11,13 +11,19 @@
 
 #include <cstdint>
 
+#include "record/settings.h"
+
 namespace ncclwatch::shim::gpu {
 
 class KernelFilter {
  public:
-  enum class Policy : uint8_t { kAll, kNccl, kSampled };
-  // Parses NCCLWATCH_KERNELS (nullptr or unknown -> all; `error` set for unknown values).
-  static KernelFilter from_env(const char* value, bool* error = nullptr);
+  using Policy = KernelPolicy;  // parsed from NCCLWATCH_KERNELS by settings.h
+  KernelFilter() = default;
+  // `every`: the N of sampled:N (ignored for the other policies).
+  explicit KernelFilter(Policy policy, uint32_t every = 1)
+      : policy_(policy), every_(policy == Policy::kSampled && every > 1 ? every : 1) {
+    if (policy_ == Policy::kSampled && every_ == 1) policy_ = Policy::kAll;
+  }
 
   bool keep(bool is_nccl, int64_t start_ns) const noexcept {
     if (is_nccl || policy_ == Policy::kAll) return true;

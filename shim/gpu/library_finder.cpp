@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "record/settings.h"
+
 namespace ncclwatch::shim::gpu {
 namespace {
 
@@ -60,8 +62,8 @@ bool process_uses_cuda() {
 
 std::vector<std::string> cupti_candidates() {
   std::vector<std::string> out;
-  if (const char* env = std::getenv("NCCLWATCH_CUPTI"); env != nullptr && env[0] != '\0') {
-    out.emplace_back(env);
+  if (const std::string& chosen = settings().cupti; !chosen.empty()) {
+    out.push_back(chosen);
     return out;  // an explicit choice is not second-guessed
   }
   if (auto loaded = loaded_library("libcupti.so"); !loaded.empty()) out.push_back(loaded);

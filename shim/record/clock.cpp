@@ -2,10 +2,6 @@
 
 #include <time.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
-
 #include "record/recorder.h"
 
 namespace ncclwatch::shim {
@@ -17,30 +13,13 @@ int64_t read_ns(clockid_t id) noexcept {
   return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
 
-int64_t load_offset() noexcept {
-  const char* text = std::getenv("NCCLWATCH_TEST_CLOCK_OFFSET_NS");
-  if (text == nullptr || *text == '\0') return 0;
-  int64_t value = 0;
-  if (!parse_clock_offset(text, &value)) {
-    std::fprintf(stderr, "ncclwatch: ignoring bad NCCLWATCH_TEST_CLOCK_OFFSET_NS=%s\n", text);
-    return 0;
-  }
-  return value;
-}
-
-// Read once at load time so the hot path only adds a constant.
-const int64_t g_offset_ns = load_offset();
+// Set once by the load-time constructor, before any thread exists; the hot path only adds it.
+int64_t g_offset_ns = 0;
 
 }  // namespace
 
-bool parse_clock_offset(const char* text, int64_t* out) noexcept {
-  if (text == nullptr || *text == '\0') return false;
-  char* end = nullptr;
-  errno = 0;
-  long long value = std::strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0') return false;
-  *out = value;
-  return true;
+void set_clock_test_offset_ns(int64_t offset_ns) noexcept {
+  g_offset_ns = offset_ns;
 }
 
 int64_t clock_test_offset_ns() noexcept {

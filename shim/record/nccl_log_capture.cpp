@@ -33,12 +33,10 @@ bool is_managed(const std::string& name) {
   return false;
 }
 
-// First of the launchers' variables that is set to a non-negative integer, or -1.
 // Removes the values an ancestor's shim set and the user left unchanged, and the marker itself.
-void drop_inherited() {
-  const char* marker = std::getenv(kNcclEnvMarker);
+void drop_inherited(const char* marker) {
   if (marker == nullptr) return;
-  std::string list = marker;  // copied: unsetenv below may invalidate the pointer
+  std::string list = marker;  // copied: the caller's pointer may be into the environment
   std::size_t start = 0;
   while (start < list.size()) {
     std::size_t end = list.find('\n', start);
@@ -128,9 +126,9 @@ void set_variables(const char* trace_dir) {
 
 }  // namespace
 
-void prepare_nccl_logging(const char* trace_dir) noexcept {
+void prepare_nccl_logging(const char* trace_dir, const char* inherited_marker) noexcept {
   try {
-    drop_inherited();
+    drop_inherited(inherited_marker);
     // A newline would make the marker ambiguous; such a directory gets no NCCL logs.
     if (trace_dir == nullptr || trace_dir[0] == '\0' || std::strchr(trace_dir, '\n') != nullptr)
       return;

@@ -42,8 +42,6 @@ thread_local InFlightCall t_in_flight;
 // pointer); kept here so leak checkers see them reachable.
 RecorderInstance* g_retired[64];
 int g_retired_count = 0;  // guarded by g_mutex
-// Written once by the load-time constructor (single-threaded), read under g_mutex afterwards.
-std::string* g_nccl_log_dir = nullptr;
 
 void retire(RecorderInstance* r) {
   if (g_retired_count < 64) g_retired[g_retired_count++] = r;
@@ -162,24 +160,18 @@ bool ensure_recorder() noexcept {
   pthread_mutex_lock(&g_mutex);
   if (g_state.load() == kUntouched) {
     try {
-      Settings settings = read_settings(&process_env);
-      if (!settings.enabled) {
+      report_settings_problems();
+      const Settings& config = settings();
+      if (!config.enabled) {
         g_state.store(kOff);
       } else {
         std::string error;
-        auto r = RecorderInstance::create(settings, &error);
+        auto r = RecorderInstance::create(config, &error);
         if (!r) {
           std::fprintf(stderr, "ncclwatch: %s; recording off\n", error.c_str());
           g_state.store(kOff);
         } else {
           register_process_hooks_once();
-          if (g_nccl_log_dir != nullptr && *g_nccl_log_dir != settings.dir) {
-            std::fprintf(stderr,
-                         "ncclwatch: trace dir %s differs from the one at start-up; NCCL's logs "
-                         "and topology dumps go to %s (the environment is not changed after "
-                         "start-up)\n",
-                         settings.dir.c_str(), g_nccl_log_dir->c_str());
-          }
           g_recorder.store(r.release(), std::memory_order_release);
           g_state.store(kRecording, std::memory_order_release);
         }
@@ -265,10 +257,6 @@ void finish_recorder() noexcept {
   finish_locked(false);
   g_identity_from_comm_done = false;
   pthread_mutex_unlock(&g_mutex);
-}
-
-void note_nccl_log_dir(const std::string& dir) {
-  if (g_nccl_log_dir == nullptr) g_nccl_log_dir = new std::string(dir);  // never freed: exit
 }
 
 std::string current_trace_path() {

@@ -26,10 +26,6 @@ void finish_recorder() noexcept;
 // The trace file / segment name of the live recorder ("" when none): for tests.
 std::string current_trace_path();
 std::string current_segment_name();
-// The trace dir that NCCL's logs were pointed at by the load-time constructor (see
-// nccl_log_capture.h). The first NCCL call says in one line if the recorder's dir differs (the
-// application changed NCCLWATCH_DIR/NCCLWATCH_JOB after start-up).
-void note_nccl_log_dir(const std::string& dir);
 
 // Records emitted but not yet drained to the trace file (0 when no recorder): for benchmarks.
 uint64_t pending_records() noexcept;

@@ -1,15 +1,21 @@
+// See settings.h. The only code in the shim that reads an NCCLWATCH_* variable (checked by
+// tests/shim/record/settings_table_test.cpp).
 #include "record/settings.h"
 
 #include <limits.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 namespace ncclwatch::shim {
 namespace {
+
+using settings::Id;
 
 bool is_off(const char* v) {
   return std::strcmp(v, "off") == 0 || std::strcmp(v, "0") == 0 || std::strcmp(v, "false") == 0 ||
@@ -20,10 +26,64 @@ bool is_on(const char* v) {
          std::strcmp(v, "yes") == 0 || std::strcmp(v, "ON") == 0;
 }
 
-void warn_bad(bool warn, const char* name, const char* value, const char* fallback) {
-  if (!warn) return;
-  std::fprintf(stderr, "ncclwatch: bad %s=%s, using %s\n", name, value, fallback);
+// A value as it may be quoted in a message: at most 128 characters.
+std::string clipped(const char* value) {
+  std::string text(value, strnlen(value, 129));
+  if (text.size() > 128) text = text.substr(0, 125) + "...";
+  return text;
 }
+
+// Reads the table's variables from one lookup and records what was wrong.
+class VariableReader {
+ public:
+  VariableReader(EnvLookup env, Settings& s) : env_(env), s_(s) {}
+
+  // The value when set and not empty, else nullptr. Remembers it (Settings::raw).
+  const char* get(Id id) {
+    const char* v = env_(settings::name(id));
+    if (v != nullptr) s_.raw[static_cast<std::size_t>(id)] = std::string(v);
+    return v != nullptr && *v != '\0' ? v : nullptr;
+  }
+  void bad(Id id, const char* value) {
+    const settings::Variable& var = settings::variable(id);
+    std::string line = "ncclwatch: bad " + std::string(var.name) + "=" + clipped(value);
+    if (!var.expected.empty()) line += " (expected " + std::string(var.expected) + ")";
+    line += ", using " + std::string(var.default_text);
+    s_.problems.push_back(std::move(line));
+  }
+
+  void flag(Id id, bool& out) {
+    const char* v = get(id);
+    if (v == nullptr) return;
+    if (is_off(v)) {
+      out = false;
+    } else if (is_on(v)) {
+      out = true;
+    } else {
+      bad(id, v);
+    }
+  }
+  template <typename Int>
+  void integer(Id id, long long lo, long long hi, Int& out) {
+    const char* v = get(id);
+    if (v == nullptr) return;
+    char* end = nullptr;
+    errno = 0;
+    long long n = std::strtoll(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || n < lo || n > hi) {
+      bad(id, v);
+    } else {
+      out = static_cast<Int>(n);
+    }
+  }
+  void text(Id id, std::string& out) {
+    if (const char* v = get(id)) out = v;
+  }
+
+ private:
+  EnvLookup env_;
+  Settings& s_;
+};
 
 std::string default_job(EnvLookup env) {
   const char* run_id = env("TORCHELASTIC_RUN_ID");
@@ -57,6 +117,111 @@ std::string absolute(const std::string& path) {
   return std::string(cwd) + "/" + p;
 }
 
+void read_recorder_settings(EnvLookup env, VariableReader& in, Settings& s) {
+  if (const char* v = in.get(Id::kEnabled)) {
+    if (is_off(v)) {
+      s.enabled = false;
+    } else if (!is_on(v)) {
+      in.bad(Id::kEnabled, v);
+    }
+  }
+  const char* job = in.get(Id::kJob);
+  s.job = sanitize_name(job != nullptr ? std::string(job) : default_job(env));
+  const char* host = in.get(Id::kHost);
+  s.host = sanitize_name(host != nullptr ? std::string(host) : host_name());
+  const char* dir = in.get(Id::kDir);
+  s.dir = absolute(dir != nullptr ? std::string(dir) : "ncclwatch-" + s.job);
+  while (s.dir.size() > 1 && s.dir.back() == '/') s.dir.pop_back();
+
+  if (const char* v = in.get(Id::kRingMb)) {
+    char* end = nullptr;
+    errno = 0;
+    double mb = std::strtod(v, &end);
+    // At least 4 KiB (a few dozen records); at most 1 TiB.
+    if (errno != 0 || end == v || *end != '\0' || !(mb >= 4.0 / 1024) || mb > 1024.0 * 1024) {
+      in.bad(Id::kRingMb, v);
+    } else {
+      s.ring_mb = mb;
+    }
+  }
+  in.integer(Id::kDrainMs, 1, 10000, s.drain_ms);
+  in.integer(Id::kHangS, 0, 1'000'000, s.hang_s);
+  in.flag(Id::kTestDrainHold, s.test_drain_hold);
+  in.integer(Id::kTestClockOffsetNs, INT64_MIN, INT64_MAX, s.test_clock_offset_ns);
+}
+
+void read_gpu_settings(VariableReader& in, Settings& s) {
+  if (const char* v = in.get(Id::kMode)) {
+    if (std::strcmp(v, "full") == 0) {
+      s.mode = GpuMode::kFull;
+    } else if (std::strcmp(v, "lite") == 0) {
+      s.mode = GpuMode::kLite;
+    } else if (std::strcmp(v, "host") == 0) {
+      s.mode = GpuMode::kHost;
+    } else {
+      in.bad(Id::kMode, v);
+    }
+  }
+  if (const char* v = in.get(Id::kKernels)) {
+    if (std::strcmp(v, "all") == 0) {
+      s.kernels = KernelPolicy::kAll;
+    } else if (std::strcmp(v, "nccl") == 0) {
+      s.kernels = KernelPolicy::kNccl;
+    } else {
+      char* end = nullptr;
+      long n = std::strncmp(v, "sampled:", 8) == 0 ? std::strtol(v + 8, &end, 10) : 0;
+      if (end != nullptr && end != v + 8 && *end == '\0' && n >= 1 && n <= 1000000) {
+        s.kernels = n == 1 ? KernelPolicy::kAll : KernelPolicy::kSampled;
+        s.kernels_every = static_cast<uint32_t>(n);
+      } else {
+        in.bad(Id::kKernels, v);
+      }
+    }
+  }
+  if (const char* v = in.get(Id::kCuptiClock)) {
+    if (std::strcmp(v, "auto") == 0) {
+      s.cupti_clock = CuptiClockChoice::kAuto;
+    } else if (std::strcmp(v, "callback") == 0) {
+      s.cupti_clock = CuptiClockChoice::kCallback;
+    } else if (std::strcmp(v, "measured") == 0) {
+      s.cupti_clock = CuptiClockChoice::kMeasured;
+    } else {
+      in.bad(Id::kCuptiClock, v);
+    }
+  }
+  in.integer(Id::kCuptiBuffers, 2, kMaxCuptiBuffers, s.cupti_buffers);
+  in.integer(Id::kCuptiBufferKb, 64, 1 << 20, s.cupti_buffer_kb);
+  in.text(Id::kCupti, s.cupti);
+  in.text(Id::kCudart, s.cudart);
+  in.flag(Id::kNvtx, s.nvtx);
+}
+
+struct Snapshot {
+  Settings settings;
+  EnvLookup env;  // where it was read from
+};
+
+std::atomic<const Snapshot*> g_snapshot{nullptr};
+std::atomic<const Snapshot*> g_reported{nullptr};
+std::mutex g_load_mutex;
+// Every snapshot taken, never freed: a replaced one may still be referenced (and stays reachable
+// for leak checkers).
+std::vector<const Snapshot*>* g_all_snapshots = nullptr;
+
+void store_locked(EnvLookup env) {
+  auto* s = new Snapshot{read_settings(env), env};
+  if (g_all_snapshots == nullptr) g_all_snapshots = new std::vector<const Snapshot*>();
+  g_all_snapshots->push_back(s);
+  g_snapshot.store(s, std::memory_order_release);
+}
+
+const Snapshot& snapshot() {
+  if (const Snapshot* s = g_snapshot.load(std::memory_order_acquire)) return *s;
+  std::lock_guard<std::mutex> lock(g_load_mutex);
+  if (g_snapshot.load(std::memory_order_acquire) == nullptr) store_locked(&process_env);
+  return *g_snapshot.load(std::memory_order_acquire);
+}
+
 }  // namespace
 
 void remember_start_dir() noexcept {
@@ -67,58 +232,50 @@ const char* process_env(const char* name) {
   return std::getenv(name);
 }
 
-Settings read_settings(EnvLookup env, bool warn) {
+Settings read_settings(EnvLookup env) {
   Settings s;
-  if (const char* v = env("NCCLWATCH"); v != nullptr && *v != '\0') {
-    if (is_off(v)) {
-      s.enabled = false;
-    } else if (!is_on(v)) {
-      warn_bad(warn, "NCCLWATCH", v, "on");
-    }
-  }
-  const char* job = env("NCCLWATCH_JOB");
-  s.job = sanitize_name(job != nullptr && *job != '\0' ? std::string(job) : default_job(env));
-  const char* host = env("NCCLWATCH_HOST");
-  s.host = sanitize_name(host != nullptr && *host != '\0' ? std::string(host) : host_name());
-  const char* dir = env("NCCLWATCH_DIR");
-  s.dir = absolute(dir != nullptr && *dir != '\0' ? std::string(dir) : "ncclwatch-" + s.job);
-  while (s.dir.size() > 1 && s.dir.back() == '/') s.dir.pop_back();
-
-  if (const char* v = env("NCCLWATCH_RING_MB"); v != nullptr && *v != '\0') {
-    char* end = nullptr;
-    errno = 0;
-    double mb = std::strtod(v, &end);
-    // At least 4 KiB (a few dozen records); at most 1 TiB.
-    if (errno != 0 || end == v || *end != '\0' || !(mb >= 4.0 / 1024) || mb > 1024.0 * 1024) {
-      warn_bad(warn, "NCCLWATCH_RING_MB", v, "16");
-    } else {
-      s.ring_mb = mb;
-    }
-  }
-  if (const char* v = env("NCCLWATCH_DRAIN_MS"); v != nullptr && *v != '\0') {
-    char* end = nullptr;
-    errno = 0;
-    long ms = std::strtol(v, &end, 10);
-    if (errno != 0 || end == v || *end != '\0' || ms < 1 || ms > 10000) {
-      warn_bad(warn, "NCCLWATCH_DRAIN_MS", v, "2");
-    } else {
-      s.drain_ms = static_cast<int>(ms);
-    }
-  }
-  if (const char* v = env("NCCLWATCH_HANG_S"); v != nullptr && *v != '\0') {
-    char* end = nullptr;
-    errno = 0;
-    long seconds = std::strtol(v, &end, 10);
-    if (errno != 0 || end == v || *end != '\0' || seconds < 0 || seconds > 1'000'000) {
-      warn_bad(warn, "NCCLWATCH_HANG_S", v, "0 (off)");
-    } else {
-      s.hang_s = static_cast<int>(seconds);
-    }
-  }
-  if (const char* v = env("NCCLWATCH_TEST_DRAIN_HOLD"); v != nullptr && *v != '\0') {
-    s.test_drain_hold = is_on(v);
+  VariableReader in(env, s);
+  read_recorder_settings(env, in, s);
+  read_gpu_settings(in, s);
+  if (const char* v = env(settings::name(Id::kSetNcclEnv))) {
+    s.raw[static_cast<std::size_t>(Id::kSetNcclEnv)] = std::string(v);
+    s.inherited_nccl_env = std::string(v);
   }
   return s;
+}
+
+void load_settings(EnvLookup env) {
+  std::lock_guard<std::mutex> lock(g_load_mutex);
+  store_locked(env);
+}
+
+const Settings& settings() {
+  return snapshot().settings;
+}
+
+void report_settings_problems() noexcept {
+  try {
+    const Snapshot& snap = snapshot();
+    if (g_reported.exchange(&snap) == &snap) return;
+    const Settings& s = snap.settings;
+    for (const std::string& line : s.problems) std::fprintf(stderr, "%s\n", line.c_str());
+    // Read again only to say that a change made after start-up is not used.
+    for (const settings::Variable& var : settings::kVariables) {
+      if (var.reader == settings::Reader::kSetByShim || var.reader == settings::Reader::kCli)
+        continue;
+      const char* now = snap.env(var.name.data());
+      const auto& then = s.raw[static_cast<std::size_t>(var.id)];
+      if (now == nullptr ? !then.has_value() : then.has_value() && *then == now) continue;
+      const auto shown = [](const char* v) { return v ? "'" + clipped(v) + "'" : "unset"; };
+      std::fprintf(stderr,
+                   "ncclwatch: %s changed after start-up (now %s, was %s); the shim keeps the "
+                   "value it read when it was loaded\n",
+                   var.name.data(), shown(now).c_str(),
+                   shown(then ? then->c_str() : nullptr).c_str());
+    }
+  } catch (...) {
+    // Out of memory: the settings themselves are in place.
+  }
 }
 
 }  // namespace ncclwatch::shim

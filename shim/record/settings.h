@@ -1,59 +1,93 @@
-// Settings of the shim, read from the environment at load (to point NCCL's logs at the trace
-// dir, see nccl_log_capture.h) and again at the first NCCL call (the recorder's own).
-//
-//   NCCLWATCH=off            record nothing (also "0", "false", "no")
-//   NCCLWATCH_DIR            trace directory (default ./ncclwatch-<job>; a relative one is taken
-//                            from the directory the process started in, see remember_start_dir)
-//   NCCLWATCH_JOB            job id (default: TORCHELASTIC_RUN_ID unless "none", SLURM_JOB_ID,
-//                            PBS_JOBID, LSB_JOBID, PMIX_NAMESPACE, OMPI_MCA_orte_ess_jobid, else
-//                            "local-<parent pid>": the ranks of one torchrun/mpirun share a parent)
-//   NCCLWATCH_RING_MB        upper bound of the shared-memory segment in MiB (default 16; decimals
-//                            allowed, e.g. 0.01 for tests). The ring holds the largest power of two
-//                            of 80-byte slots that fits: 16 MiB -> 131072 records.
-//   NCCLWATCH_HOST           host name to record (default gethostname): for tests and for
-//                            containers whose host names mean nothing
-//   NCCLWATCH_DRAIN_MS       drain period in ms (default 2)
-//   NCCLWATCH_HANG_S         watchdog: when a call has been in flight this many seconds, flush
-//                            the trace and print one `ncclwatch:` line naming it (default 0 =
-//                            off; 1..1000000)
-//   NCCLWATCH_TEST_DRAIN_HOLD=1  testing only: the drain thread writes nothing until exit, so a
-//                            tiny ring overflows deterministically
-// A bad value gets one `ncclwatch:` line on stderr and the default. Job and host are reduced to
-// [A-Za-z0-9._-] (others become '_') because they go into file and shared-memory names.
+// The shim's settings: every NCCLWATCH_* variable of ncclwatch/settings_table.h (names, defaults,
+// accepted values, meaning; README's "Settings" table lists the same), parsed ONCE, when the
+// library loads (shim/nccl/load_time_setup.cpp, before main: no application thread exists yet),
+// into one Settings snapshot that the recorder, the GPU timeline, the library finders and the clock
+// read. Nothing else in the shim reads an NCCLWATCH_* variable, and nothing reads one after load:
+//  - a value the program sets in its own environment after start-up is not used; the first NCCL
+//    call says so in one line per variable (report_settings_problems);
+//  - a bad value gets the default and one `ncclwatch:` line, printed at the first NCCL call (a
+//    process that never calls NCCL, such as the launcher, prints nothing).
+// Job and host are reduced to [A-Za-z0-9._-] (others become '_') because they go into file and
+// shared-memory names. Defaults that depend on the process: job from the launchers'
+// TORCHELASTIC_RUN_ID (unless "none"), SLURM_JOB_ID, PBS_JOBID, LSB_JOBID, PMIX_NAMESPACE,
+// OMPI_MCA_orte_ess_jobid, else "local-<parent pid>" (the ranks of one torchrun/mpirun share a
+// parent); dir ./ncclwatch-<job> from the directory the process started in; host gethostname.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "ncclwatch/names.h"
+#include "ncclwatch/settings_table.h"
 
 namespace ncclwatch::shim {
 
+enum class GpuMode : uint8_t { kFull, kLite, kHost };                   // NCCLWATCH_MODE
+enum class KernelPolicy : uint8_t { kAll, kNccl, kSampled };            // NCCLWATCH_KERNELS
+enum class CuptiClockChoice : uint8_t { kAuto, kCallback, kMeasured };  // NCCLWATCH_CUPTI_CLOCK
+
+inline constexpr double kDefaultRingMb = 16.0;
+inline constexpr std::size_t kMaxCuptiBuffers = 64;  // gpu/buffer_pool.h's kMaxBuffers
+
 struct Settings {
+  // The recorder.
   bool enabled = true;
   std::string dir;   // absolute
   std::string job;   // sanitized, < 64 chars
   std::string host;  // sanitized, < 64 chars
-  double ring_mb = 16.0;
+  double ring_mb = kDefaultRingMb;
   int drain_ms = 2;
   int hang_s = 0;  // 0 = watchdog off
   bool test_drain_hold = false;
-};
+  int64_t test_clock_offset_ns = 0;
+  // The GPU timeline.
+  GpuMode mode = GpuMode::kFull;
+  KernelPolicy kernels = KernelPolicy::kAll;
+  uint32_t kernels_every = 1;  // sampled:N
+  CuptiClockChoice cupti_clock = CuptiClockChoice::kAuto;
+  std::size_t cupti_buffers = 16;
+  std::size_t cupti_buffer_kb = 4096;
+  std::string cupti;   // "" = search (library_finder.h)
+  std::string cudart;  // "" = the loaded one
+  bool nvtx = true;
+  // NCCLWATCH_SET_NCCL_ENV as inherited (nccl_log_capture.h); nullopt when unset.
+  std::optional<std::string> inherited_nccl_env;
 
-inline constexpr double kDefaultRingMb = 16.0;
+  // One line per bad value ("ncclwatch: bad NAME=VALUE (expected ...), using DEFAULT").
+  std::vector<std::string> problems;
+  // Every variable's text as read (nullopt: unset), to notice changes made after load.
+  std::array<std::optional<std::string>, static_cast<std::size_t>(settings::Id::kCount)> raw;
+};
 
 // getenv-like lookup, injectable for tests.
 using EnvLookup = const char* (*)(const char* name);
+// The process environment (std::getenv) as an EnvLookup.
+const char* process_env(const char* name);
 
-// `warn`: one `ncclwatch:` line per bad value (off for the silent read at load: the first NCCL
-// call reads and warns again, and a process that never calls NCCL prints nothing).
-Settings read_settings(EnvLookup env, bool warn = true);
+// Parses every variable of the table from `env`. Pure but for the defaults (gethostname, the
+// parent pid, the start directory): prints nothing, keeps the lines in Settings::problems.
+Settings read_settings(EnvLookup env);
+
 // Remembers the current directory as the one relative NCCLWATCH_DIR values are taken from
 // (called at load, so a chdir before the first NCCL call moves neither the trace nor NCCL's logs).
 // Without it, read_settings uses the current directory.
 void remember_start_dir() noexcept;
-// The process environment (std::getenv) as an EnvLookup.
-const char* process_env(const char* name);
+
+// Takes the process's snapshot: read_settings(env). Called by the load-time constructor; a test
+// that links the recorder without the shim calls it again after changing its environment (only
+// while no recorder runs: the previous snapshot stays valid, it is never freed).
+void load_settings(EnvLookup env);
+// The snapshot. Where load_settings never ran (a program linking the recorder without the shim's
+// load-time constructor: tests, benchmarks), the first call takes it from the process environment.
+const Settings& settings();
+// Prints, once per snapshot, its problems and one line per variable whose value in the
+// environment changed since it was taken. Called at the first NCCL call; never throws.
+void report_settings_problems() noexcept;
+
 using format::sanitize_name;  // ncclwatch/names.h
 
 }  // namespace ncclwatch::shim

@@ -21,6 +21,7 @@
 
 #include "command.h"
 #include "ncclwatch/names.h"
+#include "ncclwatch/settings_table.h"
 #include "pipeline/report_job.h"
 #include "steps_option.h"
 
@@ -29,6 +30,14 @@
 namespace {
 
 namespace fs = std::filesystem;
+using ncclwatch::settings::Id;
+using ncclwatch::settings::name;
+
+// The value of a setting (ncclwatch/settings_table.h) when set and not empty, else nullptr.
+const char* setting(Id id) {
+  const char* v = std::getenv(name(id));
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
 
 struct RunArgs {
   std::string dir, mode, job, json, lib, trace, steps, html;
@@ -54,10 +63,22 @@ std::string default_job() {
   return "run-" + std::string(stamp) + "-" + std::to_string(getpid());
 }
 
+// `ncclwatch run --help`'s footer: the variables run reads, as the settings table documents them.
+std::string environment_help() {
+  std::string text = "Environment (every variable: README, Settings):";
+  for (const auto& v : ncclwatch::settings::kVariables) {
+    if (v.reader != ncclwatch::settings::Reader::kCli &&
+        v.reader != ncclwatch::settings::Reader::kShimAndCli)
+      continue;
+    text += "\n  " + std::string(v.name) + ": " + std::string(v.doc);
+  }
+  return text;
+}
+
 // NCCLWATCH_LIB, else next to this executable: <prefix>/<libdir> when installed (the relative path
 // CMake computed from GNUInstallDirs), <build>/lib in a build tree.
 std::string find_library(std::string& tried) {
-  if (const char* v = std::getenv("NCCLWATCH_LIB"); v != nullptr && *v != '\0') return v;
+  if (const char* v = setting(Id::kLib)) return v;
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec) return "";
@@ -102,19 +123,18 @@ int run(RunArgs& args) {
   std::string tried;
   std::string lib = find_library(tried);
   if (lib.empty()) {
-    std::fprintf(stderr,
-                 "ncclwatch: run: cannot find libncclwatch.so (looked at %s); set NCCLWATCH_LIB\n",
-                 tried.c_str());
+    std::fprintf(stderr, "ncclwatch: run: cannot find libncclwatch.so (looked at %s); set %s\n",
+                 tried.c_str(), name(Id::kLib));
     return ncclwatch::tools::kExitError;
   }
   if (args.job.empty()) {
-    const char* env = std::getenv("NCCLWATCH_JOB");
-    args.job = env != nullptr && *env != '\0' ? env : default_job();
+    const char* env = setting(Id::kJob);
+    args.job = env != nullptr ? env : default_job();
   }
   args.job = ncclwatch::format::sanitize_name(args.job);  // the shim's rule
   if (args.dir.empty()) {
-    const char* env = std::getenv("NCCLWATCH_DIR");
-    args.dir = env != nullptr && *env != '\0' ? env : "ncclwatch-" + args.job;
+    const char* env = setting(Id::kDir);
+    args.dir = env != nullptr ? env : "ncclwatch-" + args.job;
   }
   std::error_code ec;
   const bool dir_existed = fs::exists(args.dir, ec);
@@ -125,9 +145,9 @@ int run(RunArgs& args) {
   if (const char* old = std::getenv("LD_PRELOAD"); old != nullptr && *old != '\0')
     preload += ":" + std::string(old);
   setenv("LD_PRELOAD", preload.c_str(), 1);
-  setenv("NCCLWATCH_DIR", args.dir.c_str(), 1);
-  setenv("NCCLWATCH_JOB", args.job.c_str(), 1);
-  if (!args.mode.empty()) setenv("NCCLWATCH_MODE", args.mode.c_str(), 1);
+  setenv(name(Id::kDir), args.dir.c_str(), 1);
+  setenv(name(Id::kJob), args.job.c_str(), 1);
+  if (!args.mode.empty()) setenv(name(Id::kMode), args.mode.c_str(), 1);
 
   struct sigaction sa {};
   sa.sa_sigaction = forward;
@@ -221,6 +241,7 @@ ncclwatch::tools::Command run_command{
       sub->add_option("--steps", args->steps, "With --trace: only steps A:B (1-based)")
           ->check(ncclwatch::tools::steps_validator());
       sub->add_option("command", args->command, "CMD ARGS... (after --)")->required();
+      sub->footer(environment_help());
       sub->callback([args, &exit_code] { exit_code = run(*args); });
     }};
 

@@ -70,7 +70,7 @@ BENCHMARK(BM_ConvertKernelBuffer)->Arg(1 << 14)->Arg(1 << 16);
 void BM_ConvertKernelBufferNcclOnly(benchmark::State& state) {
   Buffer b = make_buffer(static_cast<size_t>(state.range(0)));
   ClockConverter clock;
-  ActivityConverter conv(&copy_sink, clock, KernelFilter::from_env("nccl"));
+  ActivityConverter conv(&copy_sink, clock, KernelFilter(KernelFilter::Policy::kNccl));
   for (auto _ : state) {
     conv.convert_buffer(&cuptiActivityGetNextRecord, reinterpret_cast<uint8_t*>(b.storage.data()),
                         b.valid);

@@ -9,6 +9,7 @@
 
 #include "record/recorder.h"
 #include "record/recorder_control.h"
+#include "record/settings.h"
 
 namespace {
 
@@ -17,6 +18,7 @@ void BM_Emit(benchmark::State& state) {
     std::string dir = "/tmp/ncclwatch-bench-" + std::to_string(getpid());
     setenv("NCCLWATCH_DIR", dir.c_str(), 0);
     setenv("NCCLWATCH_RING_MB", "400", 0);  // 4M slots: room for one run
+    ncclwatch::shim::load_settings(&ncclwatch::shim::process_env);
     return ncclwatch::shim::ensure_recorder();
   }();
   if (!started) {

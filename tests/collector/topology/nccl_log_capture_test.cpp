@@ -28,6 +28,11 @@ const char* const kVars[] = {"NCCL_DEBUG",
                              "MV2_COMM_WORLD_LOCAL_RANK",
                              "MV2_COMM_WORLD_RANK"};
 
+// As the load-time constructor calls it: with the marker the process inherited.
+void prepare(const char* trace_dir) {
+  ncclwatch::shim::prepare_nccl_logging(trace_dir, std::getenv(ncclwatch::shim::kNcclEnvMarker));
+}
+
 class Capture : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -48,7 +53,7 @@ class Capture : public ::testing::Test {
 TEST_F(Capture, NothingSetGivesInfoLogIntoTheTraceDirAndDumpsOnLocalRankZero) {
   ::setenv("LOCAL_RANK", "0", 1);
   ::setenv("RANK", "8", 1);
-  ncclwatch::shim::prepare_nccl_logging("/tmp/trace");
+  prepare("/tmp/trace");
   EXPECT_EQ(env("NCCL_DEBUG"), "INFO");
   EXPECT_EQ(env("NCCL_DEBUG_FILE"), "/tmp/trace/nccl-debug.%h.%p.log");
   std::string subsys = env("NCCL_DEBUG_SUBSYS");
@@ -63,7 +68,7 @@ TEST_F(Capture, NothingSetGivesInfoLogIntoTheTraceDirAndDumpsOnLocalRankZero) {
 TEST_F(Capture, OtherLocalRanksDumpNothing) {
   ::setenv("SLURM_LOCALID", "3", 1);
   ::setenv("SLURM_PROCID", "11", 1);
-  ncclwatch::shim::prepare_nccl_logging("/tmp/trace");
+  prepare("/tmp/trace");
   EXPECT_EQ(env("NCCL_DEBUG"), "INFO");
   EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE"), "<unset>");
   EXPECT_EQ(env("NCCL_GRAPH_DUMP_FILE"), "<unset>");
@@ -71,14 +76,14 @@ TEST_F(Capture, OtherLocalRanksDumpNothing) {
 }
 
 TEST_F(Capture, UnknownRankLeavesNcclsDefaultDumpRank) {
-  ncclwatch::shim::prepare_nccl_logging("/tmp/trace");
+  prepare("/tmp/trace");
   EXPECT_NE(env("NCCL_TOPO_DUMP_FILE"), "<unset>");
   EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE_RANK"), "<unset>");
 }
 
 TEST_F(Capture, UsersSubsysIsKept) {
   ::setenv("NCCL_DEBUG_SUBSYS", "COLL", 1);
-  ncclwatch::shim::prepare_nccl_logging("/tmp/trace");
+  prepare("/tmp/trace");
   EXPECT_EQ(env("NCCL_DEBUG"), "INFO");
   EXPECT_EQ(env("NCCL_DEBUG_SUBSYS"), "COLL");
 }
@@ -86,7 +91,7 @@ TEST_F(Capture, UsersSubsysIsKept) {
 TEST_F(Capture, UsersDebugWithoutFileIsLeftAlone) {
   // INFO with no file goes to the user's stdout: adding a file would hide it from them.
   ::setenv("NCCL_DEBUG", "WARN", 1);
-  ncclwatch::shim::prepare_nccl_logging("/tmp/trace");
+  prepare("/tmp/trace");
   EXPECT_EQ(env("NCCL_DEBUG"), "WARN");
   EXPECT_EQ(env("NCCL_DEBUG_FILE"), "<unset>");
   EXPECT_EQ(env("NCCL_DEBUG_SUBSYS"), "<unset>");
@@ -94,7 +99,7 @@ TEST_F(Capture, UsersDebugWithoutFileIsLeftAlone) {
 
 TEST_F(Capture, UsersFileWithoutLevelIsLeftAlone) {
   ::setenv("NCCL_DEBUG_FILE", "/home/me/nccl.log", 1);
-  ncclwatch::shim::prepare_nccl_logging("/tmp/trace");
+  prepare("/tmp/trace");
   EXPECT_EQ(env("NCCL_DEBUG"), "<unset>");
   EXPECT_EQ(env("NCCL_DEBUG_FILE"), "/home/me/nccl.log");
 }
@@ -102,18 +107,18 @@ TEST_F(Capture, UsersFileWithoutLevelIsLeftAlone) {
 TEST_F(Capture, UsersDumpFilesWin) {
   ::setenv("NCCL_TOPO_DUMP_FILE", "/mine.xml", 1);
   ::setenv("RANK", "0", 1);
-  ncclwatch::shim::prepare_nccl_logging("/tmp/trace");
+  prepare("/tmp/trace");
   EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE"), "/mine.xml");
   EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE_RANK"), "<unset>");
   EXPECT_NE(env("NCCL_GRAPH_DUMP_FILE"), "<unset>");
 }
 
 TEST_F(Capture, NoTraceDirOrAHugeOneDoesNothing) {
-  ncclwatch::shim::prepare_nccl_logging(nullptr);
-  ncclwatch::shim::prepare_nccl_logging("");
+  prepare(nullptr);
+  prepare("");
   EXPECT_EQ(env("NCCL_DEBUG"), "<unset>");
   std::string huge(5000, 'd');
-  ncclwatch::shim::prepare_nccl_logging(huge.c_str());
+  prepare(huge.c_str());
   // Never NCCL_DEBUG without its file (it would print into the user's output).
   EXPECT_EQ(env("NCCL_DEBUG"), "<unset>");
   EXPECT_EQ(env("NCCL_DEBUG_FILE"), "<unset>");
@@ -123,7 +128,7 @@ TEST_F(Capture, NoTraceDirOrAHugeOneDoesNothing) {
 TEST_F(Capture, GarbageLocalRankIsIgnored) {
   ::setenv("LOCAL_RANK", "abc", 1);
   ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1", 1);
-  ncclwatch::shim::prepare_nccl_logging("/tmp/trace");
+  prepare("/tmp/trace");
   EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE"), "<unset>");  // the next launcher variable says local rank 1
 }
 

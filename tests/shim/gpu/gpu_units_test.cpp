@@ -64,22 +64,20 @@ TEST(StringTable, FullTableRefersToZeroAndCounts) {
   EXPECT_NE(t.intern("k7"), 0u);  // known names still resolve
 }
 
-TEST(KernelFilter, ParsesPoliciesAndNeverDropsNccl) {
-  bool err = false;
-  EXPECT_EQ(KernelFilter::from_env(nullptr, &err).policy(), KernelFilter::Policy::kAll);
-  EXPECT_EQ(KernelFilter::from_env("nccl", &err).policy(), KernelFilter::Policy::kNccl);
-  auto s = KernelFilter::from_env("sampled:4", &err);
-  EXPECT_FALSE(err);
+// Parsing NCCLWATCH_KERNELS: tests/shim/record/settings_test.cpp.
+TEST(KernelFilter, SamplesComputeWindowsAndNeverDropsNccl) {
+  EXPECT_EQ(KernelFilter().policy(), KernelFilter::Policy::kAll);
+  KernelFilter s(KernelFilter::Policy::kSampled, 4);
   EXPECT_EQ(s.policy(), KernelFilter::Policy::kSampled);
+  EXPECT_EQ(s.every(), 4u);
   EXPECT_TRUE(s.keep(false, 0));
   EXPECT_FALSE(s.keep(false, KernelFilter::kWindowNs));
   EXPECT_TRUE(s.keep(true, KernelFilter::kWindowNs));
   EXPECT_TRUE(s.keep(false, 4 * KernelFilter::kWindowNs + 5));
-  KernelFilter::from_env("sampled:0", &err);
-  EXPECT_TRUE(err);
-  KernelFilter::from_env("bogus", &err);
-  EXPECT_TRUE(err);
-  EXPECT_FALSE(KernelFilter::from_env("nccl").keep(false, 0));
+  EXPECT_EQ(KernelFilter(KernelFilter::Policy::kSampled, 1).policy(), KernelFilter::Policy::kAll);
+  KernelFilter nccl(KernelFilter::Policy::kNccl);
+  EXPECT_FALSE(nccl.keep(false, 0));
+  EXPECT_TRUE(nccl.keep(true, 0));
 }
 
 TEST(KernelFilter, RecognisesNcclKernelNames) {
@@ -189,7 +187,7 @@ TEST(ActivityConverter, ZeroTimestampsAreDroppedAndCounted) {
 TEST(ActivityConverter, FilterKeepsNcclDropsCompute) {
   sunk.clear();
   ClockConverter clock;
-  ActivityConverter conv(&sink, clock, KernelFilter::from_env("nccl"));
+  ActivityConverter conv(&sink, clock, KernelFilter(KernelFilter::Policy::kNccl));
   CUpti_ActivityKernel10 k{};
   k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   k.start = 1;

@@ -221,6 +221,7 @@ TEST(RingConcurrency, NeverDropsWhenItCannotFill) {
 #include "../support/trace_file.h"
 #include "record/recorder.h"
 #include "record/recorder_control.h"
+#include "record/settings.h"
 
 namespace ncclwatch::shim {
 namespace {
@@ -230,6 +231,7 @@ TEST(RingConcurrency, RecorderDrainsTwoProducers) {
   setenv("NCCLWATCH_DIR", dir.c_str(), 1);
   setenv("NCCLWATCH_JOB", ("ringtest-" + std::to_string(getpid())).c_str(), 1);
   setenv("NCCLWATCH_RING_MB", "0.05", 1);  // 512 slots: the drain must keep up, else drops
+  ncclwatch::shim::load_settings(&ncclwatch::shim::process_env);
   ASSERT_TRUE(ensure_recorder());
   std::string path = current_trace_path();
   constexpr uint64_t kPerThread = 20000;
@@ -273,6 +275,7 @@ TEST(RingConcurrency, RecorderWithDrainNeverDropsWhenTheRingCannotFill) {
   setenv("NCCLWATCH_DIR", dir.c_str(), 1);
   setenv("NCCLWATCH_JOB", ("ringtest8-" + std::to_string(getpid())).c_str(), 1);
   setenv("NCCLWATCH_RING_MB", "16", 1);
+  ncclwatch::shim::load_settings(&ncclwatch::shim::process_env);
   ASSERT_TRUE(ensure_recorder());
   std::string path = current_trace_path();
   constexpr uint32_t kThreads = 8;
