@@ -9,6 +9,9 @@
 //       Snapshots environ (the array pointer, every entry's pointer and text), optionally chdir()s,
 //       makes the first NCCL calls, compares. Exits 0 and prints the NCCL variables when nothing
 //       changed; prints the difference and exits 1 otherwise.
+//   environment_probe late NAME=VALUE
+//       Sets NAME in its own environment after start-up (single-threaded, as a script may before
+//       it initialises NCCL), then makes the first NCCL calls.
 //   environment_probe none
 //       Never calls NCCL; prints the NCCL variables.
 #include <nccl.h>
@@ -118,6 +121,13 @@ int main(int argc, char** argv) {
   }
   if (mode == "unchanged") {
     return unchanged(argc >= 4 && std::strcmp(argv[2], "--chdir") == 0 ? argv[3] : nullptr);
+  }
+  if (mode == "late" && argc >= 3) {
+    std::string setting = argv[2];
+    const auto eq = setting.find('=');
+    if (eq == std::string::npos) return 2;
+    setenv(setting.substr(0, eq).c_str(), setting.substr(eq + 1).c_str(), 1);
+    return first_nccl_calls();
   }
   if (mode == "none") {
     print_nccl_variables();

@@ -172,6 +172,40 @@ TEST_F(EnvironmentTest, OffSetsNothingAndDropsAnAncestorsValues) {
   EXPECT_FALSE(exists(dir_));
 }
 
+// NVTX reaches the CUPTI the user named: the constructor points NVTX_INJECTION64_PATH at
+// NCCLWATCH_CUPTI, unless NCCLWATCH_NVTX is off or the user set the path.
+TEST_F(EnvironmentTest, NvtxIsPointedAtTheNamedCuptiAtLoad) {
+  std::string out;
+  ASSERT_EQ(probe({"unchanged"}, {"NCCLWATCH_CUPTI=/opt/x/libcupti.so"}, &out), 0) << out;
+  EXPECT_TRUE(has_line(out, "NVTX_INJECTION64_PATH=/opt/x/libcupti.so")) << out;
+  ASSERT_EQ(
+      probe({"unchanged"}, {"NCCLWATCH_CUPTI=/opt/x/libcupti.so", "NCCLWATCH_NVTX=off"}, &out), 0)
+      << out;
+  EXPECT_TRUE(has_line(out, "NVTX_INJECTION64_PATH=<unset>")) << out;
+  ASSERT_EQ(probe({"unchanged"},
+                  {"NCCLWATCH_CUPTI=/opt/x/libcupti.so", "NVTX_INJECTION64_PATH=/mine.so"}, &out),
+            0)
+      << out;
+  EXPECT_TRUE(has_line(out, "NVTX_INJECTION64_PATH=/mine.so")) << out;
+}
+
+// Settings are read once, at load: a value the program sets later is not used, and the first
+// NCCL call says so; a bad value is said once, at the first NCCL call.
+TEST_F(EnvironmentTest, SettingsAreReadAtLoadAndLateChangesAreSaid) {
+  const std::string late = dir_ + "-late";
+  std::string out;
+  ASSERT_EQ(probe({"late", "NCCLWATCH_DIR=" + late}, {"NCCLWATCH_DRAIN_MS=soon"}, &out), 0) << out;
+  EXPECT_TRUE(has_line(out, "ncclwatch: NCCLWATCH_DIR changed after start-up (now '" + late +
+                                "', was '" + dir_ +
+                                "'); the shim keeps the value it read when it was loaded"))
+      << out;
+  EXPECT_TRUE(has_line(out, "ncclwatch: bad NCCLWATCH_DRAIN_MS=soon (expected 1..10000), using 2"))
+      << out;
+  EXPECT_EQ(out.find("NCCLWATCH_DRAIN_MS=soon"), out.rfind("NCCLWATCH_DRAIN_MS=soon")) << out;
+  EXPECT_EQ(count_entries(dir_, "ncclwatch.h."), 1) << "the trace is in the dir at load";
+  EXPECT_FALSE(exists(late));
+}
+
 // Inert at load: the constructor creates no directory and no segment.
 TEST_F(EnvironmentTest, AProcessThatNeverCallsNcclCreatesNothing) {
   std::string out;
