@@ -22,11 +22,11 @@ LiteTimer& lite() {
   return *timer;
 }
 
+static_assert(BufferPool::kMaxBuffers == kMaxCuptiBuffers, "NCCLWATCH_CUPTI_BUFFERS' upper bound");
+
 // CUDA 12.6 update 2 up to 13.0 can return zero GPU timestamps when a timestamp callback is
 // registered; cudaRuntimeGetVersion cannot tell updates apart, so all of 12.6..13.0 use the
 // measured clock (correct everywhere, just an extra offset read per buffer).
-static_assert(BufferPool::kMaxBuffers == kMaxCuptiBuffers, "NCCLWATCH_CUPTI_BUFFERS' upper bound");
-
 bool timestamp_callback_is_risky(const CudartApi& rt) {
   int v = 0;
   if (rt.RuntimeGetVersion == nullptr || rt.RuntimeGetVersion(&v) != cudaSuccess) return false;

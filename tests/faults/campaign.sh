@@ -357,9 +357,10 @@ case_report_json_to_a_full_fs() {
 # Garbage settings: one line each, the default, and the job's result unchanged.
 case_bad_settings_fall_back_with_a_line() {
   local n=0 setting
-  # (NCCLWATCH_MODE and NCCLWATCH_KERNELS only mean something in a process with CUDA.)
+  # (Every setting is read at load and said at the first NCCL call, with or without CUDA.)
   for setting in NCCLWATCH_RING_MB=abc NCCLWATCH_RING_MB=-5 NCCLWATCH_RING_MB=1e400 \
-    NCCLWATCH_RING_MB=12abc NCCLWATCH_DRAIN_MS=x NCCLWATCH_DRAIN_MS=-1 NCCLWATCH=maybe; do
+    NCCLWATCH_RING_MB=12abc NCCLWATCH_DRAIN_MS=x NCCLWATCH_DRAIN_MS=-1 NCCLWATCH=maybe \
+    NCCLWATCH_MODE=fast NCCLWATCH_KERNELS=some NCCLWATCH_CUPTI_BUFFERS=0; do
     n=$((n + 1))
     env "$setting" bash -c "$(declare -f job); LAUNCHER=$LAUNCHER RANK=$RANK \
       NCCLWATCH_LIB=$NCCLWATCH_LIB job $PWD/t$n bad$n --steps 2" >out$n 2>err$n
