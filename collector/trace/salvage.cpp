@@ -144,15 +144,7 @@ bool copy_records(const TraceDir& from, const std::string& name, const SegmentVi
 
 format::TraceHeader final_header(const Target& t, const SegmentView& seg, uint64_t records,
                                  bool appended, const SalvageResult& res) {
-  format::TraceHeader h = t.header;
   const auto& s = seg.header();
-  h.magic = format::kTraceMagic;
-  h.layout_version = format::kLayoutVersion;
-  h.header_size = sizeof(format::TraceHeader);
-  h.record_size = format::kRecordSize;
-  // A file the owner closed stays closed when the ring held nothing new.
-  if (!(t.has_header && t.header.state == format::kTraceStateClosed && !appended))
-    h.state = format::kTraceStateSalvaged;
   // The segment's identity is the latest; fields it never learned keep the file's values.
   format::ProcessInfo p = s.process;
   if (t.has_header) {
@@ -162,7 +154,11 @@ format::TraceHeader final_header(const Target& t, const SegmentView& seg, uint64
     if (p.local_rank < 0) p.local_rank = old.local_rank;
     if (p.device < 0) p.device = old.device;
   }
-  h.process = p;
+  // A file the owner closed stays closed when the ring held nothing new.
+  const bool stays_closed =
+      t.has_header && t.header.state == format::kTraceStateClosed && !appended;
+  format::TraceHeader h = format::trace_header(
+      stays_closed ? format::kTraceStateClosed : format::kTraceStateSalvaged, p);
   h.records = records;
   h.dropped = s.dropped;
   h.cupti_dropped = s.cupti_dropped;

@@ -75,13 +75,7 @@ std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path,
     *error = "cannot create " + path + ": " + std::strerror(errno);
     return nullptr;
   }
-  format::TraceHeader header{};
-  header.magic = format::kTraceMagic;
-  header.layout_version = format::kLayoutVersion;
-  header.header_size = sizeof header;
-  header.record_size = format::kRecordSize;
-  header.state = format::kTraceStateOpen;
-  header.process = process;
+  const format::TraceHeader header = format::trace_header(format::kTraceStateOpen, process);
   if (!write_all(fd, &header, sizeof header)) {
     *error = "cannot write " + path + ": " + std::strerror(errno);
     ::close(fd);
@@ -103,13 +97,7 @@ bool TraceWriter::append(const format::Record* records, uint64_t n) {
 bool TraceWriter::close(const format::ProcessInfo& process, uint64_t dropped,
                         uint64_t cupti_dropped, uint32_t mode, const format::LossCounts& losses) {
   if (fd_ < 0) return false;
-  format::TraceHeader header{};
-  header.magic = format::kTraceMagic;
-  header.layout_version = format::kLayoutVersion;
-  header.header_size = sizeof header;
-  header.record_size = format::kRecordSize;
-  header.state = format::kTraceStateClosed;
-  header.process = process;
+  format::TraceHeader header = format::trace_header(format::kTraceStateClosed, process);
   header.records = records_;
   header.dropped = dropped;
   header.cupti_dropped = cupti_dropped;

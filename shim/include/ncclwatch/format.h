@@ -535,6 +535,19 @@ static_assert(sizeof(TraceHeader) == 320);
 static_assert(offsetof(TraceHeader, losses) == 256, "losses fill what versions 1-2 reserved");
 static_assert(std::is_trivially_copyable_v<TraceHeader>);
 
+// A header of this layout (magic, version, sizes) in `state` for `process`; counts are zero
+// until the writer (or salvage) that closes the file fills them in.
+constexpr TraceHeader trace_header(uint32_t state, const ProcessInfo& process) noexcept {
+  TraceHeader h{};
+  h.magic = kTraceMagic;
+  h.layout_version = kLayoutVersion;
+  h.header_size = sizeof(TraceHeader);
+  h.record_size = kRecordSize;
+  h.state = state;
+  h.process = process;
+  return h;
+}
+
 // Size in bytes of one element of an ncclDataType_t; 0 for unknown values.
 constexpr uint32_t datatype_size(uint8_t datatype) {
   switch (datatype) {

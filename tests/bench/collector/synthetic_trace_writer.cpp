@@ -78,13 +78,7 @@ uint64_t write_synthetic_job(const SyntheticJob& spec) {
     // Each host's monotonic clock starts elsewhere; NTP-synced wall clocks agree.
     const int64_t clock_shift = int64_t{host} * 7'000'000'000;
     const int64_t wall = 1'700'000'000'000'000'000;
-    format::TraceHeader h;
-    std::memset(&h, 0, sizeof h);
-    h.magic = format::kTraceMagic;
-    h.layout_version = format::kLayoutVersion;
-    h.header_size = sizeof h;
-    h.record_size = sizeof(Record);
-    h.state = format::kTraceStateClosed;
+    format::TraceHeader h = format::trace_header(format::kTraceStateClosed, {});
     h.mode = spec.mix == "host" ? 0 : 1;
     std::snprintf(h.process.job, sizeof h.process.job, "%s", spec.job.c_str());
     std::snprintf(h.process.host, sizeof h.process.host, "node%03d", host);

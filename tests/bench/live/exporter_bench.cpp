@@ -150,12 +150,7 @@ int main(int argc, char** argv) {
     paths.push_back(
         (dir / ("ncclwatch.benchhost." + std::to_string(1000 + r) + ".trace")).string());
     std::FILE* f = std::fopen(paths.back().c_str(), "wb");
-    format::TraceHeader h{};
-    h.magic = format::kTraceMagic;
-    h.layout_version = format::kLayoutVersion;
-    h.header_size = sizeof h;
-    h.record_size = format::kRecordSize;
-    h.state = format::kTraceStateOpen;
+    format::TraceHeader h = format::trace_header(format::kTraceStateOpen, {});
     std::snprintf(h.process.job, sizeof h.process.job, "bench");
     std::snprintf(h.process.host, sizeof h.process.host, "benchhost");
     h.process.pid = 1000 + r;

@@ -113,13 +113,7 @@ inline void append_trace(const std::string& path, const format::ProcessInfo& p,
                          uint32_t state = format::kTraceStateOpen) {
   const bool exists = ::access(path.c_str(), F_OK) == 0;
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT, 0600);
-  format::TraceHeader h{};
-  h.magic = format::kTraceMagic;
-  h.layout_version = format::kLayoutVersion;
-  h.header_size = sizeof h;
-  h.record_size = format::kRecordSize;
-  h.state = state;
-  h.process = p;
+  format::TraceHeader h = format::trace_header(state, p);
   h.mode = 1;
   if (!exists || state != format::kTraceStateOpen) {
     if (state != format::kTraceStateOpen) {

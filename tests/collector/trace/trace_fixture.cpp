@@ -198,14 +198,7 @@ format::ProcessInfo make_process(const std::string& job, const std::string& host
 
 format::TraceHeader make_header(const format::ProcessInfo& process, uint32_t state,
                                 uint64_t records, uint32_t mode) {
-  format::TraceHeader h;
-  std::memset(&h, 0, sizeof h);
-  h.magic = format::kTraceMagic;
-  h.layout_version = format::kLayoutVersion;
-  h.header_size = sizeof(format::TraceHeader);
-  h.record_size = format::kRecordSize;
-  h.state = state;
-  h.process = process;
+  format::TraceHeader h = format::trace_header(state, process);
   h.records = records;
   h.mode = mode;
   return h;
