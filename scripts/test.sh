@@ -10,24 +10,21 @@ quick=0
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j "$jobs"
-# HolisticTraceAnalysis for the `hta` check (it reads ncclwatch's --trace export): a venv in
-# build/hta-venv, installed from PyPI once; offline or failing, the check skips with a message.
-if [ ! -x build/hta-venv/bin/python ] || ! build/hta-venv/bin/python -c "import hta" 2>/dev/null; then
-  echo "== installing HolisticTraceAnalysis into build/hta-venv (for the hta check; bounded to 10 min)"
-  (python3 -m venv build/hta-venv &&
-    timeout 600 build/hta-venv/bin/pip install -q --disable-pip-version-check \
-      "HolisticTraceAnalysis==${NCCLWATCH_HTA_VERSION:-0.5.0}") ||
-    echo "   HolisticTraceAnalysis not installed: the hta check will be skipped"
-fi
-# TensorBoard's PyTorch profiler plugin for the `tensorboard` check (it loads the --trace
-# export): a venv in build/tb-venv, same rules.
-if [ ! -x build/tb-venv/bin/python ] || ! build/tb-venv/bin/python -c "import torch_tb_profiler" 2>/dev/null; then
-  echo "== installing torch-tb-profiler into build/tb-venv (for the tensorboard check; bounded to 10 min)"
-  (python3 -m venv build/tb-venv &&
-    timeout 600 build/tb-venv/bin/pip install -q --disable-pip-version-check \
-      "torch-tb-profiler==${NCCLWATCH_TB_PROFILER_VERSION:-0.4.3}") ||
-    echo "   torch-tb-profiler not installed: the tensorboard check will be skipped"
-fi
+# The trace reader checks (`hta`, `tensorboard`: scripts/trace_reader_check.sh) read ncclwatch's
+# --trace export with the real readers, each from a venv under build/ installed from PyPI once;
+# offline or failing, the check skips with a message.
+#   reader_venv VENV MODULE PACKAGE==VERSION CHECK
+reader_venv() {
+  local venv=$1 module=$2 package=$3 check=$4
+  if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import $module" 2>/dev/null; then return; fi
+  echo "== installing $package into $venv (for the $check check; bounded to 10 min)"
+  (python3 -m venv "$venv" &&
+    timeout 600 "$venv/bin/pip" install -q --disable-pip-version-check "$package") ||
+    echo "   $package not installed: the $check check will be skipped"
+}
+reader_venv build/hta-venv hta "HolisticTraceAnalysis==${NCCLWATCH_HTA_VERSION:-0.5.0}" hta
+reader_venv build/tb-venv torch_tb_profiler \
+  "torch-tb-profiler==${NCCLWATCH_TB_PROFILER_VERSION:-0.4.3}" tensorboard
 (cd build && ctest --output-on-failure -j "$jobs" -LE bench)
 
 if [ "$quick" = 1 ]; then exit 0; fi
