@@ -1,6 +1,5 @@
 #include "live/own_file.h"
 
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -8,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "process.h"
 #include "trace/segment_view.h"
 
 namespace ncclwatch::live {
@@ -17,18 +17,13 @@ namespace fs = std::filesystem;
 
 class OwnFileTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string templ = (fs::temp_directory_path() / "ncclwatch_own_file.XXXXXX").string();
-    ASSERT_NE(mkdtemp(templ.data()), nullptr);
-    root_ = templ;
-  }
-  void TearDown() override { fs::remove_all(root_); }
   std::string touch(const std::string& name) {
     const std::string path = (root_ / name).string();
     std::ofstream(path) << "x";
     return path;
   }
-  fs::path root_;
+  test_support::TempDir tmp_{"ncclwatch_own_file"};
+  const fs::path& root_ = tmp_.path();
 };
 
 TEST_F(OwnFileTest, TraceFilesAreTheNcclwatchDotTraceNamesOnly) {
