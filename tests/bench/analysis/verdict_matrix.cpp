@@ -7,9 +7,10 @@
 // is missed: >= 99% precision and >= 95% recall overall, 100% on the noise-free scenarios.
 //
 //   verdict_matrix [--scenarios N] [--seed S] [--no-big] [--only-ranks R] [--limit K]
-//                  [--dump DIR]
+//                  [--only-index I] [--dump DIR]
 //
 // --only-ranks / --limit keep the scenarios of R ranks / the first K: for profiling one size.
+// --only-index keeps scenario #I (the number a MISS line shows), to rerun one miss alone.
 // --dump writes every report (findings, sections, JSON) to DIR/<index>.txt: optimizations of
 // the analyses must leave these files byte-identical.
 #include <time.h>
@@ -85,6 +86,7 @@ int main(int argc, char** argv) {
   bool big = true;
   int only_ranks = 0;
   std::size_t limit = 0;
+  long only_index = -1;
   const char* dump = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--scenarios") && i + 1 < argc)
@@ -97,8 +99,17 @@ int main(int argc, char** argv) {
       only_ranks = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--limit") && i + 1 < argc)
       limit = std::strtoull(argv[++i], nullptr, 10);
+    else if (!std::strcmp(argv[i], "--only-index") && i + 1 < argc)
+      only_index = std::atol(argv[++i]);
     else if (!std::strcmp(argv[i], "--dump") && i + 1 < argc)
       dump = argv[++i];
+    else {
+      std::fprintf(stderr,
+                   "usage: %s [--scenarios N] [--seed S] [--no-big] [--only-ranks R] [--limit K] "
+                   "[--only-index I] [--dump DIR]\n",
+                   argv[0]);
+      return std::strcmp(argv[i], "--help") ? 2 : 0;
+    }
   }
   Rng rng{seed * 0x9E3779B97F4A7C15ull + 3};
   std::vector<ScenarioSpec> specs;
@@ -141,10 +152,14 @@ int main(int argc, char** argv) {
     }
   }
 
-  if (only_ranks > 0) {
-    std::erase_if(specs, [&](const ScenarioSpec& s) { return s.ranks != only_ranks; });
+  // Each kept scenario with its index in the whole matrix (what a MISS line shows).
+  std::vector<std::size_t> index;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    if (only_index >= 0 && i != static_cast<std::size_t>(only_index)) continue;
+    if (only_ranks > 0 && specs[i].ranks != only_ranks) continue;
+    index.push_back(i);
   }
-  if (limit > 0 && specs.size() > limit) specs.resize(limit);
+  if (limit > 0 && index.size() > limit) index.resize(limit);
 
   std::map<std::pair<std::string, std::string>, Tally> table;
   std::map<int, Tally> by_size;
@@ -152,7 +167,8 @@ int main(int argc, char** argv) {
   double analysis_s = 0;
   uint64_t records = 0;
   int failures_shown = 0;
-  for (const ScenarioSpec& spec : specs) {
+  for (std::size_t n = 0; n < index.size(); ++n) {
+    const ScenarioSpec& spec = specs[index[n]];
     const Scenario sc = t::make_scenario(spec);
     const t::SimJob job = t::simulate(sc.params);
     for (const auto& r : job.job.ranks) records += r.calls.size() + r.kernels.size();
@@ -160,14 +176,14 @@ int main(int argc, char** argv) {
     const double t0 = thread_cpu_s();
     ncclwatch::analysis::analyze(job.job, job.match, job.clocks, report);
     analysis_s += thread_cpu_s() - t0;
-    if (dump) write_report(dump, static_cast<std::size_t>(&spec - specs.data()), report);
+    if (dump) write_report(dump, n, report);
     const t::Score s = t::score(sc, report.json);
     table[{t::to_string(spec.kind), noise_label(spec)}].add(s);
     by_size[spec.ranks].add(s);
     all.add(s);
     (spec.noise == Noise::kNone ? quiet : noisy).add(s);
     if (!s.exact() && failures_shown++ < 20) {
-      std::printf("MISS %s\n     %s\n", sc.description.c_str(), s.detail.c_str());
+      std::printf("MISS #%zu %s\n     %s\n", index[n], sc.description.c_str(), s.detail.c_str());
     }
   }
   std::printf("\n| scenario kind | noise | scenarios | exact | precision | recall |\n");
