@@ -116,6 +116,11 @@ class Verdict {
   std::size_t warmup_of(std::size_t r) const {
     return r < overlaps_.size() ? overlaps_[r].plan.warmup : 0;
   }
+  struct Shift {
+    double p_sign = 1;     // sign test, corrected for the ranks
+    bool shifted = false;  // a persistent straggler on these samples
+  };
+  Shift shift_of(const std::vector<double>& v) const;
   void judge_rank(std::size_t r);
   void cost(const RankArrivalStats& ra, const Samples& sm, double e, Straggler& s);
 
@@ -313,6 +318,30 @@ void Verdict::judge_ranks() {
   for (std::size_t r : active_) judge_rank(r);
 }
 
+// The persistent test on one set of a rank's samples: its lateness shifted against its peers'
+// (sign or z test, corrected for the ranks) by at least the effect `late_`.
+Verdict::Shift Verdict::shift_of(const std::vector<double>& v) const {
+  Shift out;
+  if (v.empty()) return out;
+  const double kr = static_cast<double>(v.size());
+  const double e = median(v);
+  std::size_t npos = 0, nneg = 0;
+  for (double x : v) {
+    npos += x > tie_;
+    nneg += x < -tie_;
+  }
+  out.p_sign = stats::binomial_tail(npos + nneg, npos, 0.5) * nact_;
+  const double se = std::max(1.2533 * sigma_ / std::sqrt(kr), spread_e_);
+  // The z test is for many ranks and few steps (the sign test cannot reach 1%/4096 in 11
+  // steps); skewed noise fattens the tail of a median, so it also asks for late in >= 90% of
+  // the steps, which chance gives a rank with probability < 0.003 in 20 steps, and 8+ steps.
+  // Below 8 steps neither test can tell a straggler from chance: nobody is named.
+  const bool z_ok = v.size() >= 8 && 10 * npos >= 9 * v.size() &&
+                    (se > 0 ? e - median_e_ >= z_ * se : e - median_e_ > tie_);
+  out.shifted = (out.p_sign <= out_.alpha || z_ok) && e >= late_;
+  return out;
+}
+
 // One rank: persistent (sign or z test, and an effect), periodic (phase fit) or spikes (more
 // than the peers' rate); single spike steps of unnamed ranks are one-offs.
 void Verdict::judge_rank(std::size_t r) {
@@ -322,27 +351,21 @@ void Verdict::judge_rank(std::size_t r) {
   if (v.size() < 3) return;
   const double kr = static_cast<double>(v.size());
   const double e = median(v);
-  std::size_t npos = 0, nneg = 0;
-  for (double x : v) {
-    npos += x > tie_;
-    nneg += x < -tie_;
-  }
-  const double p_sign = stats::binomial_tail(npos + nneg, npos, 0.5) * nact_;
-  const double se = std::max(1.2533 * sigma_ / std::sqrt(kr), spread_e_);
-  // The z test is for many ranks and few steps (the sign test cannot reach 1%/4096 in 11
-  // steps); skewed noise fattens the tail of a median, so it also asks for late in >= 90% of
-  // the steps, which chance gives a rank with probability < 0.003 in 20 steps, and 8+ steps.
-  // Below 8 steps neither test can tell a straggler from chance: nobody is named.
-  const bool z_ok = v.size() >= 8 && 10 * npos >= 9 * v.size() &&
-                    (se > 0 ? e - median_e_ >= z_ * se : e - median_e_ > tie_);
-  const bool shifted = (p_sign <= out_.alpha || z_ok) && e >= late_;
+  const Shift all = shift_of(v);
+  const double p_sign = all.p_sign;
+  const bool shifted = all.shifted;
 
   const std::size_t others_steps = all_steps_ - nsteps_[r];
   const double background = others_steps ? static_cast<double>(all_spikes_ - nspikes_[r]) /
                                                static_cast<double>(others_steps)
                                          : 0.0;
   PeriodicFit fit;
-  double off_phase = 0;
+  // A rank late in its other steps too is persistent (with spikes on a phase), not periodic:
+  // when its off-phase steps alone pass the persistent test. The same test as for any rank —
+  // an effect alone (the off-phase median >= late_) is no evidence: under noise of 10% of a
+  // step the median of 25 off-phase steps lands above late_ by chance now and then, and a
+  // stall every Nth step was then named "spikes".
+  bool off_phase_shifted = false;
   if (out_.per_step) {
     fit = PeriodicFit::of(spike_[r], sm.present, sm.first, background, nact_, out_.alpha);
     if (fit.period) {
@@ -351,7 +374,7 @@ void Verdict::judge_rank(std::size_t r) {
       for (std::size_t k = sm.first; k < sm.d.size(); ++k) {
         if (sm.present[k] && k % fit.period != phase) off.push_back(sm.d[k]);
       }
-      off_phase = median(off);
+      off_phase_shifted = shift_of(off).shifted;
     }
   }
   Straggler s;
@@ -367,7 +390,7 @@ void Verdict::judge_rank(std::size_t r) {
   for (std::size_t k = sm.first; k < spike_[r].size(); ++k) {
     if (spike_[r][k]) all_spike_steps.push_back(k);
   }
-  if (fit.period && off_phase < late_) {
+  if (fit.period && !off_phase_shifted) {
     s.pattern = Pattern::kPeriodic;
     s.period_steps = fit.period;
     s.spike_steps = fit.fitted;

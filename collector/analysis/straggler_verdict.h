@@ -9,7 +9,8 @@
 //               z test of median(d[r]) against σ (Bonferroni over ranks, most steps late), and
 //               an effect: median(d[r]) >= late = max(100 µs, 1% of a step);
 //   periodic:   spike steps (d >= spike = max(500 µs, 10% of a step, 5σ)) on one phase of a
-//               period, consistently (periodic_fit.h), chance excluded after correction;
+//               period, consistently (periodic_fit.h), chance excluded after correction,
+//               and its off-phase steps alone not persistent (else: persistent);
 //   spikes:     more spike steps than the peers' rate explains (binomial, corrected).
 // Delays alike on every rank are nobody's: one job-wide figure (JobWideDelays), no straggler.
 // Ranks late only because their collectives cross a slow network link (slow_link.h) are the

@@ -49,6 +49,35 @@ TEST_P(VerdictMatrix, NamedExactly) {
   }
 }
 
+// A stall every Nth step is periodic whatever the delays around it: under jitter of 8-10% of
+// a step on every rank, the rank's other steps are not late against its peers' — no persistent
+// test passes on them — even where their median lands above the effect threshold by chance,
+// which made "spikes" or "persistent" of it (the matrix' seed 1 misses were of this class; 6 of
+// these 400 jobs before the fix). Jobs of 12 ranks on 12 hosts and 8 on 4, 30-40 steps,
+// GPU-timed and host-only.
+TEST(VerdictMatrix, PeriodicStallUnderJitterIsPeriodic) {
+  int missed = 0;
+  for (uint64_t seed = 1; seed <= 400; ++seed) {
+    testing::ScenarioSpec spec;
+    spec.kind = Kind::kPeriodic;
+    spec.noise = Noise::kJitter;
+    spec.noise_frac = 0.08 + 0.01 * static_cast<double>(seed % 3);
+    spec.host_only = seed % 2 == 0;
+    spec.ranks = seed % 4 < 2 ? 12 : 8;
+    spec.per_host = spec.ranks == 12 ? 1 : 2;
+    spec.steps = 30 + static_cast<int>(seed % 11);
+    spec.seed = 1000 + seed;
+    const testing::Scenario sc = testing::make_scenario(spec);
+    const testing::SimJob job = testing::simulate(sc.params);
+    model::Report report;
+    analyze(job.job, job.match, job.clocks, report);
+    const testing::Score s = testing::score(sc, report.json);
+    missed += !s.exact();
+    EXPECT_TRUE(s.exact()) << sc.description << "\n" << s.detail;
+  }
+  EXPECT_EQ(missed, 0);
+}
+
 std::vector<Case> all_cases() {
   std::vector<Case> out;
   for (Kind k : testing::kAllKinds) {
