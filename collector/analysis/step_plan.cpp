@@ -108,11 +108,72 @@ bool choose_step_period(const std::vector<int64_t>& gaps, std::size_t w, std::si
       tries = {m, m - 1, m + 1};
     }
     for (std::size_t mm : tries) {
-      if (mm == 0 || mm > 64 || 2 * mm * p > end - w) continue;
+      // One call per step "explains" any cut with 3/4 of the gaps wide (there is no other
+      // phase to be narrow): no evidence of a step. Under CPU contention a late call entry
+      // shortens the gap after it and a cut below the narrow gaps did exactly that.
+      if (mm == 0 || mm > 64 || mm * p < 2 || 2 * mm * p > end - w) continue;
       if (explains(gaps, w, end, mm * p, cuts[c].second, phase)) {
         period = mm * p;
         return true;
       }
+    }
+  }
+  return false;
+}
+
+// The step period as the period of the gap sequence, for when no single jump splits the gaps
+// into "one wide gap per step" and the rest (choose_step_period fails): a peer late at the
+// first bucket's all-reduce makes the next call of every other rank wait about as long as the
+// forward pass — two wide gaps of different widths per step — and host-side noise (CPU
+// contention: call entries late by up to 10% of a step) blurs the jumps. The gaps still repeat
+// with the step: among the multiples P = m x p of the token period, the one whose phase
+// medians predict the gaps best. Prediction error is cross-validated (each gap against the
+// median of the other gaps at its phase), so a multiple of the step, with fewer gaps per
+// phase, does not win by fitting noise (not by much: the smallest P near the best is taken),
+// and only when it predicts the gaps at least twice as well as the token period p itself —
+// otherwise the gaps have no step structure to go by and p stands.
+bool step_period_from_gap_pattern(const std::vector<int64_t>& gaps, std::size_t w, std::size_t p,
+                                  std::size_t& period) {
+  // 1024 gaps: 16+ per phase for 64 calls per step, and bounded work (up to 64 sorts of the
+  // window) on a rank whose gaps have no structure at all.
+  const std::size_t begin = std::max<std::size_t>(w, 1);
+  const std::size_t end = std::min(gaps.size(), begin + 1024);
+  if (p == 0 || end <= begin) return false;
+  const std::size_t n = end - begin;
+  constexpr std::size_t kMinPerPhase = 5;  // gaps per phase for a usable median
+  std::vector<int64_t> v;
+  auto error_of = [&](std::size_t P) {
+    double sum = 0;
+    for (std::size_t o = 0; o < P; ++o) {
+      v.clear();
+      for (std::size_t i = begin + o; i < end; i += P) v.push_back(gaps[i]);
+      std::sort(v.begin(), v.end());
+      // Leave-one-out lower median of the k - 1 others: index m of them is v[m + 1] when the
+      // left-out gap sits at or below m, else v[m].
+      const std::size_t k = v.size(), m = (k - 2) / 2;
+      for (std::size_t j = 0; j < k; ++j) {
+        const int64_t med = j <= m ? v[m + 1] : v[m];
+        sum += std::abs(static_cast<double>(v[j]) - static_cast<double>(med));
+      }
+    }
+    return sum;
+  };
+  std::vector<std::pair<std::size_t, double>> errors;  // (P, error), P ascending
+  for (std::size_t mm = 1; mm <= 64 && mm * p * kMinPerPhase <= n; ++mm)
+    errors.emplace_back(mm * p, error_of(mm * p));
+  if (errors.size() < 2) return false;
+  const double none = errors.front().second;  // the token period's: no step structure used
+  double best = none;
+  for (const auto& e : errors) best = std::min(best, e.second);
+  // The smallest P closer to the best than to `none` on a log scale: the step structure cuts
+  // the error by a large factor (20x on a DDP job under contention), a multiple of the step
+  // only by chance (up to ~10-20%: fewer gaps per phase, and heavy-tailed delays).
+  const double good = std::sqrt(none * best);
+  for (const auto& e : errors) {
+    if (e.second <= good) {
+      if (e.first == p || 2 * e.second > none) return false;
+      period = e.first;
+      return true;
     }
   }
   return false;
@@ -236,7 +297,12 @@ bool steps_from_period(const model::RankTrace& rank, int64_t trace_begin, StepPl
     gaps[i] = call_start(rank.calls[idx[i]]) - call_end(rank.calls[idx[i - 1]]);
   }
   std::size_t period = p, phase = 0;
-  if (!choose_step_period(gaps, w, p, period, phase)) phase = widest_gap_phase(gaps, w, p);
+  bool from_gap_pattern = false;
+  if (!choose_step_period(gaps, w, p, period, phase)) {
+    period = p;
+    from_gap_pattern = step_period_from_gap_pattern(gaps, w, p, period);
+    phase = widest_gap_phase(gaps, w, period);
+  }
   const std::size_t k = w + phase;
   const std::size_t p_tokens = p;
   // Calls before the first full period (DDP's initial broadcast, a partial first step) belong to
@@ -249,7 +315,10 @@ bool steps_from_period(const model::RankTrace& rank, int64_t trace_begin, StepPl
     begin = std::max(begin, end);
   }
   plan.source = "repeating collective sequence (" + std::to_string(period) + " calls per step" +
-                (period != p_tokens ? ", split at the widest gap" : "") + ")";
+                (from_gap_pattern     ? ", the period of its call gaps, split at the widest gap"
+                 : period != p_tokens ? ", split at the widest gap"
+                                      : "") +
+                ")";
   return plan.steps.size() >= 2;
 }
 

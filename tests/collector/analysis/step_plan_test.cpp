@@ -80,6 +80,59 @@ TEST(StepDetector, BackToBackRangesOverlappingByARoundingErrorAreAllSteps) {
   EXPECT_EQ(plan.steps[2].begin, 2'000'000 - 10);
 }
 
+TEST(StepDetector, StepsOfEqualBucketsWhenAPeerHoldsTheFirstAllReduce) {
+  // Host-only, 8 ranks, 4 equal buckets per step (1 call per token period), rank 5 stalls 6 ms
+  // before every step. Every other rank's second all-reduce waits for the first, which rank 5
+  // holds, about as long as its forward pass: two wide gaps per step (~10.6 and ~6.8 ms, then
+  // 2 and 2 ms), no single jump splits them, and contention blurs them — this was "1 call per
+  // step" on most ranks. The gaps still repeat every 4 calls: 30 steps on every rank, clean
+  // and under CPU contention of 10% of a step (late call entries), over 5 seeds.
+  for (testing::Noise noise : {testing::Noise::kNone, testing::Noise::kContention}) {
+    for (uint64_t seed = 1; seed <= 5; ++seed) {
+      auto p = testing::sim_params(8, 4);
+      p.steps = 30;
+      p.host_only = true;
+      p.ranks[5].host_stall_ns = 6'000'000;
+      p.noise = noise;
+      p.noise_frac = noise == testing::Noise::kNone ? 0.0 : 0.10;
+      p.seed = seed;
+      const auto sim = testing::simulate(p);
+      for (const model::RankTrace& r : sim.job.ranks) {
+        const StepPlan plan =
+            StepDetector::detect(r, r.calls.front().enter_ns, r.calls.back().exit_ns);
+        EXPECT_EQ(plan.steps.size(), 30u)
+            << "rank " << r.info.rank << " seed " << seed << ": " << plan.source;
+        EXPECT_NE(plan.source.find("4 calls per step"), std::string::npos) << plan.source;
+      }
+    }
+  }
+}
+
+TEST(StepDetector, NoStepStructureKeepsTheTokenPeriod) {
+  // Equal all-reduces with no step structure in their gaps (a uniform 2 ms pace, call
+  // entries jittered by up to 0.5 ms): no multiple of the token period predicts the gaps better
+  // than chance, so each call is its own "step", as before — the detector does not invent
+  // steps from noise.
+  model::RankTrace r;
+  uint64_t s = 12345;
+  int64_t t = 1'000'000;
+  for (int i = 0; i < 200; ++i) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    model::CallEvent c;
+    c.enter_ns = t + static_cast<int64_t>((s >> 33) % 500'000);
+    c.exit_ns = c.enter_ns + 5'000;
+    c.comm_id = 1;
+    c.seq = static_cast<uint64_t>(i);
+    c.count = 1024;
+    c.datatype = 7;
+    c.func = format::Func::kAllReduce;
+    r.calls.push_back(c);
+    t += 2'000'000;
+  }
+  const StepPlan plan = StepDetector::detect(r, r.calls.front().enter_ns, r.calls.back().exit_ns);
+  EXPECT_NE(plan.source.find("(1 calls per step)"), std::string::npos) << plan.source;
+}
+
 TEST(StepDetector, FewStepsKeepEveryStepAndNoStepsMeansWholeTrace) {
   auto p = testing::sim_params(2, 2);
   p.steps = 2;
