@@ -15,45 +15,54 @@
 #include "analysis/straggler_report.h"
 #include "analysis/straggler_verdict.h"
 #include "analysis/utilization_pattern.h"
+#include "trace/parallel_for.h"
 
 namespace ncclwatch::analysis {
 
 void analyze(const model::JobTrace& job, const model::MatchResult& match,
-             const model::ClockAlignment& clocks, model::Report& report) {
-  std::vector<RankActivity> activities;
-  activities.reserve(job.ranks.size());
-  for (const model::RankTrace& r : job.ranks) activities.push_back(RankActivity::of(r));
-
-  const Arrivals arrivals = Arrivals::of(job, match, clocks, default_tie_ns(clocks));
+             const model::ClockAlignment& clocks, model::Report& report, unsigned threads) {
+  const unsigned workers = trace::worker_count(threads);
+  const std::size_t n = job.ranks.size();
+  const Arrivals arrivals = Arrivals::of(job, match, clocks, default_tie_ns(clocks), workers);
   const std::vector<IntervalSet> waits = peer_wait_sets(job, match, clocks, arrivals);
 
-  std::vector<RankOverlap> overlaps;
-  overlaps.reserve(job.ranks.size());
-  for (std::size_t i = 0; i < job.ranks.size(); ++i) {
+  // Everything that looks at one rank alone: most of the work, and independent across ranks.
+  std::vector<RankActivity> activities(n);
+  std::vector<RankOverlap> overlaps(n);
+  std::vector<RankBreakdown> breakdowns(n);
+  std::vector<nlohmann::json> breakdown_rows(n);
+  trace::parallel_for(n, workers, [&](std::size_t i) {
+    const model::RankTrace& rank = job.ranks[i];
+    activities[i] = RankActivity::of(rank);
     const RankActivity& a = activities[i];
-    StepPlan plan = StepDetector::detect(job.ranks[i], a.first_ns, a.last_ns);
-    overlaps.push_back(OverlapAnalysis::of_rank(job.ranks[i], i, a, std::move(plan), waits[i]));
-  }
-  const std::vector<BucketRow> buckets = BucketTable::of(job, overlaps, activities);
-  const StragglerResult stragglers = StragglerResult::of(job, match, clocks, arrivals, overlaps);
+    StepPlan plan = StepDetector::detect(rank, a.first_ns, a.last_ns);
+    overlaps[i] = OverlapAnalysis::of_rank(rank, i, a, std::move(plan), waits[i]);
+    breakdowns[i] = StepBreakdownAnalysis::of_rank(rank, i, a, overlaps[i].plan, waits[i]);
+    breakdown_rows[i] = StepBreakdownReport::rank_json(breakdowns[i], n);
+  });
 
-  std::vector<RankBreakdown> breakdowns;
-  breakdowns.reserve(job.ranks.size());
-  std::vector<const StepPlan*> plans;
-  plans.reserve(job.ranks.size());
-  for (std::size_t i = 0; i < job.ranks.size(); ++i) {
-    breakdowns.push_back(
-        StepBreakdownAnalysis::of_rank(job.ranks[i], i, activities[i], overlaps[i].plan, waits[i]));
-    plans.push_back(&overlaps[i].plan);
-  }
+  // The straggler verdict (the longest pass left) beside the job-wide tables.
+  StragglerResult stragglers;
+  std::vector<BucketRow> buckets;
+  std::vector<CrossNodeComm> cross_node;
+  trace::parallel_for(2, workers, [&](std::size_t task) {
+    if (task == 0) {
+      stragglers = StragglerResult::of(job, match, clocks, arrivals, overlaps, workers);
+      return;
+    }
+    buckets = BucketTable::of(job, overlaps, activities);
+    std::vector<const StepPlan*> plans;
+    plans.reserve(n);
+    for (const RankOverlap& o : overlaps) plans.push_back(&o.plan);
+    cross_node = CrossNodeComm::find(job, activities, plans);
+  });
   const PatternVerdict verdict = PatternVerdict::judge(job, breakdowns, stragglers);
-  const std::vector<CrossNodeComm> cross_node = CrossNodeComm::find(job, activities, plans);
 
   // Finding order: stragglers, the pattern verdict, overlap (the terminal sorts by severity).
   StragglerReport::write(stragglers, report);
   PatternReport::write(verdict, stragglers, cross_node, report);
   OverlapReport::write(overlaps, buckets, stragglers, report);
-  StepBreakdownReport::write(breakdowns, report);
+  StepBreakdownReport::write(breakdowns, std::move(breakdown_rows), report);
 }
 
 }  // namespace ncclwatch::analysis

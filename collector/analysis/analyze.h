@@ -11,7 +11,10 @@
 
 namespace ncclwatch::analysis {
 
+// `threads`: workers for the per-rank and per-instance passes (0: one per core, as
+// trace::worker_count). The report is the same, byte for byte, whatever the count: every pass
+// writes its own slots and partial results are combined in a fixed order.
 void analyze(const model::JobTrace& job, const model::MatchResult& match,
-             const model::ClockAlignment& clocks, model::Report& report);
+             const model::ClockAlignment& clocks, model::Report& report, unsigned threads = 1);
 
 }  // namespace ncclwatch::analysis

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "analysis/interval_set.h"
@@ -25,15 +26,26 @@ struct InstanceArrival {
 };
 
 struct Arrivals {
-  std::vector<int64_t> member_ns;          // per MatchResult::members index (aligned)
+  std::vector<int64_t> member_ns;  // per MatchResult::members index (aligned)
+  // Per used instance, over its members' slots [first, first + nmembers): the members in
+  // arrival order, as offsets from `first` (equal arrivals: lower member index first). Who
+  // waited for whom needs this order and the median needs the sort anyway: sorted once here.
+  std::vector<uint32_t> by_arrival;
   std::vector<InstanceArrival> instances;  // per MatchResult::instances index
   uint64_t gpu_instances = 0;
   uint64_t host_instances = 0;
   int64_t tie_ns = 0;  // ties within this are nobody's fault
 
   // Two arrivals closer than `tie_ns` are a tie: no rank is "last" in that instance.
+  // `workers`: threads over chunks of instances (the result does not depend on it).
   static Arrivals of(const model::JobTrace& job, const model::MatchResult& match,
-                     const model::ClockAlignment& clocks, int64_t tie_ns);
+                     const model::ClockAlignment& clocks, int64_t tie_ns, unsigned workers = 1);
+
+ private:
+  // Instance i's arrivals into member_ns / by_arrival / instances[i]; false if unusable.
+  bool measure(const model::JobTrace& job, const model::MatchResult& match,
+               const model::ClockAlignment& clocks, std::size_t i,
+               std::vector<std::pair<int64_t, uint32_t>>& sorted);
 };
 
 // Default tie epsilon: the clock alignment cannot order arrivals closer than its residual, and

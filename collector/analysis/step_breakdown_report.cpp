@@ -153,7 +153,19 @@ nlohmann::json StepBreakdownReport::per_step_json(const RankBreakdown& r, std::s
   return out;
 }
 
-void StepBreakdownReport::write(const std::vector<RankBreakdown>& ranks, model::Report& report) {
+nlohmann::json StepBreakdownReport::rank_json(const RankBreakdown& r, std::size_t job_ranks) {
+  nlohmann::json row = times_json(r.steady, r.basis, r.steady_steps);
+  row["rank"] = r.rank;
+  row["host"] = r.host;
+  row["basis"] = to_string(r.basis);
+  row["steps"] = r.steady_steps;
+  row["steps_found"] = r.steps_found;
+  row["per_step"] = per_step_json(r, per_step_limit(job_ranks));
+  return row;
+}
+
+void StepBreakdownReport::write(const std::vector<RankBreakdown>& ranks,
+                                std::vector<nlohmann::json> rows, model::Report& report) {
   const JobBreakdown job = JobBreakdown::of(ranks);
   std::string body;
   if (job.gpu_ranks > 0) {
@@ -206,17 +218,10 @@ void StepBreakdownReport::write(const std::vector<RankBreakdown>& ranks, model::
   }
   report.sections.push_back({"Step breakdown", body});
 
-  nlohmann::json list = nlohmann::json::array();
   const std::size_t limit = per_step_limit(ranks.size());
-  for (const RankBreakdown& r : ranks) {
-    nlohmann::json row = times_json(r.steady, r.basis, r.steady_steps);
-    row["rank"] = r.rank;
-    row["host"] = r.host;
-    row["basis"] = to_string(r.basis);
-    row["steps"] = r.steady_steps;
-    row["steps_found"] = r.steps_found;
-    row["per_step"] = per_step_json(r, limit);
-    list.push_back(std::move(row));
+  nlohmann::json list = nlohmann::json::array();
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    list.push_back(i < rows.size() ? std::move(rows[i]) : rank_json(ranks[i], ranks.size()));
   }
   report.json["breakdown"] = std::move(list);
   nlohmann::json summary = {

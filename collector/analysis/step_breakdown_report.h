@@ -38,7 +38,11 @@ inline constexpr std::size_t kMaxPerStepEntries = 1'000;
 
 class StepBreakdownReport {
  public:
-  static void write(const std::vector<RankBreakdown>& ranks, model::Report& report);
+  // `rows`: rank_json of each rank (built beforehand, one per rank, in parallel by analyze()).
+  static void write(const std::vector<RankBreakdown>& ranks, std::vector<nlohmann::json> rows,
+                    model::Report& report);
+  // One rank's breakdown[] entry, per_step included, in a job of `job_ranks` ranks.
+  static nlohmann::json rank_json(const RankBreakdown& rank, std::size_t job_ranks);
   // Most per_step entries a rank gets in a job of `ranks` ranks (the rule above).
   static std::size_t per_step_limit(std::size_t ranks);
   // One rank's per_step array, `limit` entries at most.

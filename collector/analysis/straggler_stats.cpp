@@ -7,6 +7,7 @@
 
 #include "model/median.h"
 #include "model/saturating.h"
+#include "trace/parallel_for.h"
 
 namespace ncclwatch::analysis {
 
@@ -24,12 +25,107 @@ int64_t robust_spread(std::vector<int64_t> v) {
 
 }  // namespace
 
+namespace {
+
+// Per member of a used instance, what the instance says about it (pass 1, per instance).
+struct MemberFacts {
+  uint32_t instance = 0;
+  int64_t caused_ns = 0;  // its share of the waiting in that instance (0: none)
+};
+
+// Pass 1 over one instance: who caused how much of the waiting (Shapley split), the steady
+// waiting, and the host roll-up counts, into `hosts` (this chunk's own counters).
+struct InstancePass {
+  const model::MatchResult& match;
+  const Arrivals& arrivals;
+  const std::vector<RankOverlap>& overlaps;
+  const std::vector<uint32_t>& host_of;
+  const std::vector<std::size_t>& nsteps;  // per rank: its plan's step count
+
+  // Step of member m's call in its own rank's plan, -1 outside any step.
+  int32_t step_of(const model::InstanceMember& mem) const {
+    if (mem.rank_index >= overlaps.size()) return -1;
+    const auto& soc = overlaps[mem.rank_index].plan.step_of_call;
+    const int32_t step = mem.call_index < soc.size() ? soc[mem.call_index] : -1;
+    return step >= 0 && static_cast<std::size_t>(step) < nsteps[mem.rank_index] ? step : -1;
+  }
+
+  void run(std::size_t i, std::vector<MemberFacts>& facts, int64_t& steady_wait,
+           std::vector<HostArrivalStats>& hosts, std::vector<std::size_t>& host_stamp,
+           std::vector<uint32_t>& hosts_present) const {
+    const InstanceArrival& ia = arrivals.instances[i];
+    const model::CollectiveInstance& inst = match.instances[i];
+    const std::size_t first = inst.first_member, n = inst.nmembers, end = first + n;
+    for (std::size_t m = first; m < end; ++m) facts[m] = {static_cast<uint32_t>(i), 0};
+    // Who caused the waiting: between consecutive arrivals a(k) < a(k+1), the k+1 members
+    // already there wait for the n-k-1 still missing, who share that interval's cost equally
+    // (the Shapley split of the "wait for the last" game). One late rank gets all of it; two
+    // equally late ranks half each; a rank that is last by a hair after a real straggler gets
+    // the hair.
+    const uint32_t* order = arrivals.by_arrival.data() + first;
+    double caused = 0;  // accumulated share of the member at position k
+    for (std::size_t k = 1; k < n; ++k) {
+      const double gap = static_cast<double>(
+          sat_sub(arrivals.member_ns[first + order[k]], arrivals.member_ns[first + order[k - 1]]));
+      caused += gap * static_cast<double>(k) / static_cast<double>(n - k);
+      if (caused > 0)
+        facts[first + order[k]].caused_ns = static_cast<int64_t>(std::min(caused, 9.2e18));
+    }
+    const int32_t step = step_of(match.members[first]);
+    if (step >= 0 &&
+        static_cast<std::size_t>(step) >= overlaps[match.members[first].rank_index].plan.warmup) {
+      for (std::size_t m = first; m < end; ++m)
+        steady_wait = sat_add(steady_wait, sat_sub(ia.last_ns, arrivals.member_ns[m]));
+    }
+    // Host roll-up: did the latest host beat all other hosts by more than the tie epsilon?
+    int64_t latest_host_t = std::numeric_limits<int64_t>::min();
+    uint32_t latest_host = 0;
+    for (std::size_t m = first; m < end; ++m) {
+      if (arrivals.member_ns[m] > latest_host_t) {
+        latest_host_t = arrivals.member_ns[m];
+        latest_host = host_of[match.members[m].rank_index];
+      }
+    }
+    int64_t other_latest = std::numeric_limits<int64_t>::min();
+    bool multi_host = false;
+    for (std::size_t m = first; m < end; ++m) {
+      if (host_of[match.members[m].rank_index] != latest_host) {
+        multi_host = true;
+        other_latest = std::max(other_latest, arrivals.member_ns[m]);
+      }
+    }
+    if (!multi_host) return;
+    // Every host present in the instance counts it once (stamped with the instance index).
+    hosts_present.clear();
+    for (std::size_t m = first; m < end; ++m) {
+      const uint32_t h = host_of[match.members[m].rank_index];
+      if (host_stamp[h] != i) {
+        host_stamp[h] = i;
+        hosts_present.push_back(h);
+        ++hosts[h].instances;
+      }
+    }
+    if (sat_sub(latest_host_t, other_latest) > arrivals.tie_ns) {
+      ++hosts[latest_host].last;
+      for (uint32_t h : hosts_present) ++hosts[h].decided;
+    }
+  }
+};
+
+}  // namespace
+
+// Two passes, each parallel and each combined in a fixed order, so the result does not depend on
+// the worker count: pass 1 per chunk of instances (what each instance says about its members and
+// hosts), pass 2 per rank over that rank's own members in instance order (its sums, its
+// lateness samples, its worst lateness per step — the first of equal ones).
 ArrivalStats ArrivalStats::of(const model::JobTrace& job, const model::MatchResult& match,
-                              const Arrivals& arrivals, const std::vector<RankOverlap>& overlaps) {
+                              const Arrivals& arrivals, const std::vector<RankOverlap>& overlaps,
+                              unsigned workers) {
   ArrivalStats out;
   const std::size_t nranks = job.ranks.size();
   out.ranks.resize(nranks);
   std::vector<uint32_t> host_of(nranks, 0);
+  std::vector<std::size_t> nsteps(nranks, 0);
   std::map<std::string, uint32_t> host_ids;
   for (std::size_t r = 0; r < nranks; ++r) {
     RankArrivalStats& s = out.ranks[r];
@@ -40,149 +136,126 @@ ArrivalStats ArrivalStats::of(const model::JobTrace& job, const model::MatchResu
     if (inserted) out.hosts.push_back({s.host, {}, 0, 0});
     host_of[r] = it->second;
     out.hosts[it->second].rank_indices.push_back(r);
-    if (r < overlaps.size()) {
-      const std::size_t nsteps = overlaps[r].plan.steps.size();
-      s.step_lateness_ns.assign(nsteps, std::numeric_limits<int64_t>::min());
-      s.step_late_ordinal.assign(nsteps, 0);
-      s.step_late_func.assign(nsteps, format::Func::kAllReduce);
-      s.step_inflicted_ns.assign(nsteps, 0);
+    if (r < overlaps.size()) nsteps[r] = overlaps[r].plan.steps.size();
+  }
+  // The used instances' members, grouped by rank in instance order (a counting sort).
+  std::vector<std::size_t> rank_begin(nranks + 1, 0);
+  for (std::size_t i = 0; i < match.instances.size(); ++i) {
+    if (!arrivals.instances[i].used) continue;
+    const model::CollectiveInstance& inst = match.instances[i];
+    for (std::size_t m = inst.first_member; m < inst.first_member + inst.nmembers; ++m)
+      ++rank_begin[match.members[m].rank_index + 1];
+  }
+  for (std::size_t r = 0; r < nranks; ++r) rank_begin[r + 1] += rank_begin[r];
+  std::vector<std::size_t> by_rank(rank_begin[nranks]);
+  {
+    std::vector<std::size_t> fill(rank_begin.begin(), rank_begin.end() - 1);
+    for (std::size_t i = 0; i < match.instances.size(); ++i) {
+      if (!arrivals.instances[i].used) continue;
+      const model::CollectiveInstance& inst = match.instances[i];
+      for (std::size_t m = inst.first_member; m < inst.first_member + inst.nmembers; ++m)
+        by_rank[fill[match.members[m].rank_index]++] = m;
     }
   }
-  // First call index of each step, per rank: a collective's position within its step.
-  std::vector<std::vector<uint32_t>> step_first_call(nranks);
-  for (std::size_t r = 0; r < nranks && r < overlaps.size(); ++r) {
-    const auto& soc = overlaps[r].plan.step_of_call;
-    step_first_call[r].assign(overlaps[r].plan.steps.size(), std::numeric_limits<uint32_t>::max());
-    for (std::size_t c = 0; c < soc.size(); ++c) {
-      if (soc[c] >= 0 && static_cast<std::size_t>(soc[c]) < step_first_call[r].size()) {
-        auto& f = step_first_call[r][static_cast<std::size_t>(soc[c])];
-        f = std::min<uint32_t>(f, static_cast<uint32_t>(c));
+
+  // Pass 1: chunks of instances, each with its own host counters and steady-wait sum.
+  const InstancePass pass{match, arrivals, overlaps, host_of, nsteps};
+  std::vector<MemberFacts> facts(match.members.size());
+  const std::size_t ninst = match.instances.size();
+  const std::size_t nchunks = std::min<std::size_t>(ninst, std::size_t{4} * workers);
+  struct Chunk {
+    int64_t steady_wait = 0;
+    std::vector<HostArrivalStats> hosts;
+  };
+  std::vector<Chunk> chunks(nchunks);
+  trace::parallel_for(nchunks, workers, [&](std::size_t c) {
+    Chunk& ch = chunks[c];
+    ch.hosts.assign(out.hosts.size(), {});
+    std::vector<std::size_t> host_stamp(out.hosts.size(), std::numeric_limits<std::size_t>::max());
+    std::vector<uint32_t> hosts_present;
+    for (std::size_t i = c * ninst / nchunks; i < (c + 1) * ninst / nchunks; ++i) {
+      if (arrivals.instances[i].used)
+        pass.run(i, facts, ch.steady_wait, ch.hosts, host_stamp, hosts_present);
+    }
+  });
+  for (const Chunk& ch : chunks) {
+    out.steady_wait_ns = sat_add(out.steady_wait_ns, ch.steady_wait);
+    for (std::size_t h = 0; h < out.hosts.size(); ++h) {
+      out.hosts[h].instances += ch.hosts[h].instances;
+      out.hosts[h].decided += ch.hosts[h].decided;
+      out.hosts[h].last += ch.hosts[h].last;
+    }
+  }
+
+  // Pass 2: each rank over its own members.
+  trace::parallel_for(nranks, workers, [&](std::size_t r) {
+    RankArrivalStats& s = out.ranks[r];
+    const std::size_t k_steps = nsteps[r];
+    s.step_lateness_ns.assign(k_steps, std::numeric_limits<int64_t>::min());
+    s.step_late_ordinal.assign(k_steps, 0);
+    s.step_late_func.assign(k_steps, format::Func::kAllReduce);
+    s.step_inflicted_ns.assign(k_steps, 0);
+    // First call index of each step: a collective's position within its step.
+    std::vector<uint32_t> step_first_call(k_steps, std::numeric_limits<uint32_t>::max());
+    if (k_steps) {
+      const auto& soc = overlaps[r].plan.step_of_call;
+      for (std::size_t c = 0; c < soc.size(); ++c) {
+        if (soc[c] >= 0 && static_cast<std::size_t>(soc[c]) < k_steps) {
+          auto& f = step_first_call[static_cast<std::size_t>(soc[c])];
+          f = std::min<uint32_t>(f, static_cast<uint32_t>(c));
+        }
       }
     }
-  }
-  // Step of member m's call in its own rank's plan, -1 outside any step.
-  auto step_of = [&](const model::InstanceMember& mem) -> int32_t {
-    if (mem.rank_index >= overlaps.size()) return -1;
-    const auto& soc = overlaps[mem.rank_index].plan.step_of_call;
-    const int32_t step = mem.call_index < soc.size() ? soc[mem.call_index] : -1;
-    return step >= 0 && static_cast<std::size_t>(step) <
-                            out.ranks[mem.rank_index].step_lateness_ns.size()
-               ? step
-               : -1;
-  };
-  std::vector<std::vector<int64_t>> lateness(nranks);
-  std::vector<double> fair_sum(nranks, 0.0);
-  std::vector<uint32_t> hosts_present;
-  std::vector<std::pair<int64_t, std::size_t>> order;
-  std::vector<std::size_t> host_stamp(out.hosts.size(), std::numeric_limits<std::size_t>::max());
-  for (std::size_t i = 0; i < match.instances.size(); ++i) {
-    const InstanceArrival& ia = arrivals.instances[i];
-    if (!ia.used) continue;
-    const model::CollectiveInstance& inst = match.instances[i];
-    const std::size_t first = inst.first_member, end = first + inst.nmembers;
-    const double fair = 1.0 / static_cast<double>(inst.nmembers);
-    int64_t latest_host_t = std::numeric_limits<int64_t>::min();
-    uint32_t latest_host = 0;
-    for (std::size_t m = first; m < end; ++m) {
+    std::vector<int64_t> lateness;
+    lateness.reserve(rank_begin[r + 1] - rank_begin[r]);
+    double fair_sum = 0;
+    for (std::size_t j = rank_begin[r]; j < rank_begin[r + 1]; ++j) {
+      const std::size_t m = by_rank[j];
       const model::InstanceMember& mem = match.members[m];
-      RankArrivalStats& s = out.ranks[mem.rank_index];
-      const int64_t t = arrivals.member_ns[m];
-      const int64_t late = sat_sub(t, ia.median_ns);
+      const MemberFacts& f = facts[m];
+      const model::CollectiveInstance& inst = match.instances[f.instance];
+      const InstanceArrival& ia = arrivals.instances[f.instance];
+      const int64_t late = sat_sub(arrivals.member_ns[m], ia.median_ns);
       ++s.instances;
-      ++s.func_counts[static_cast<int>(inst.func) % static_cast<int>(format::Func::kCount)];
+      const auto func = static_cast<std::size_t>(inst.func);
+      if (func < std::size(s.func_counts)) ++s.func_counts[func];
       if (ia.last_member >= 0) {
         ++s.decided;
-        fair_sum[mem.rank_index] += fair;
+        fair_sum += 1.0 / static_cast<double>(inst.nmembers);
+        if (static_cast<std::size_t>(ia.last_member) == m) {
+          ++s.last;
+          s.lateness_when_last_sum_ns =
+              sat_add(s.lateness_when_last_sum_ns, sat_sub(ia.last_ns, ia.median_ns));
+        }
       }
       s.lateness_sum_ns = sat_add(s.lateness_sum_ns, late);
-      lateness[mem.rank_index].push_back(late);
-      const int32_t step = step_of(mem);
+      lateness.push_back(late);
+      const int32_t step = pass.step_of(mem);
+      if (f.caused_ns > 0) {
+        s.inflicted_wait_ns = sat_add(s.inflicted_wait_ns, f.caused_ns);
+        if (step >= 0) {
+          auto& si = s.step_inflicted_ns[static_cast<std::size_t>(step)];
+          si = sat_add(si, f.caused_ns);
+        }
+      }
       if (step >= 0 && late > s.step_lateness_ns[static_cast<std::size_t>(step)]) {
         const auto k = static_cast<std::size_t>(step);
         s.step_lateness_ns[k] = late;
-        const uint32_t first_call = step_first_call[mem.rank_index][k];
+        const uint32_t first_call = step_first_call[k];
         s.step_late_ordinal[k] = static_cast<uint16_t>(
             std::min<uint32_t>(mem.call_index >= first_call ? mem.call_index - first_call + 1 : 1,
                                std::numeric_limits<uint16_t>::max()));
         s.step_late_func[k] = inst.func;
       }
-      if (t > latest_host_t) {
-        latest_host_t = t;
-        latest_host = host_of[mem.rank_index];
-      }
     }
-    if (ia.last_member >= 0) {
-      const model::InstanceMember& lm = match.members[static_cast<std::size_t>(ia.last_member)];
-      RankArrivalStats& s = out.ranks[lm.rank_index];
-      ++s.last;
-      s.lateness_when_last_sum_ns =
-          sat_add(s.lateness_when_last_sum_ns, sat_sub(ia.last_ns, ia.median_ns));
-    }
-    // Who caused the waiting: between consecutive arrivals a(k) < a(k+1), the k+1 members already
-    // there wait for the n-k-1 still missing, who share that interval's cost equally (the
-    // Shapley split of the "wait for the last" game). One late rank gets all of it; two equally
-    // late ranks half each; a rank that is last by a hair after a real straggler gets the hair.
-    order.clear();
-    for (std::size_t m = first; m < end; ++m) order.emplace_back(arrivals.member_ns[m], m);
-    std::sort(order.begin(), order.end());
-    double caused = 0;  // accumulated share of the member at position k
-    for (std::size_t k = 1; k < order.size(); ++k) {
-      const double gap = static_cast<double>(sat_sub(order[k].first, order[k - 1].first));
-      caused += gap * static_cast<double>(k) / static_cast<double>(order.size() - k);
-      if (caused <= 0) continue;
-      const model::InstanceMember& cm = match.members[order[k].second];
-      RankArrivalStats& s = out.ranks[cm.rank_index];
-      const auto c = static_cast<int64_t>(std::min(caused, 9.2e18));
-      s.inflicted_wait_ns = sat_add(s.inflicted_wait_ns, c);
-      const int32_t step = step_of(cm);
-      if (step >= 0) {
-        auto& si = s.step_inflicted_ns[static_cast<std::size_t>(step)];
-        si = sat_add(si, c);
-      }
-    }
-    {
-      const model::InstanceMember& fm = match.members[first];
-      const int32_t step = step_of(fm);
-      if (step >= 0 && static_cast<std::size_t>(step) >= overlaps[fm.rank_index].plan.warmup) {
-        for (std::size_t m = first; m < end; ++m)
-          out.steady_wait_ns =
-              sat_add(out.steady_wait_ns, sat_sub(ia.last_ns, arrivals.member_ns[m]));
-      }
-    }
-    // Host roll-up: did the latest host beat all other hosts by more than the tie epsilon?
-    int64_t other_latest = std::numeric_limits<int64_t>::min();
-    bool multi_host = false;
-    for (std::size_t m = first; m < end; ++m) {
-      const std::size_t r = match.members[m].rank_index;
-      if (host_of[r] != latest_host) {
-        multi_host = true;
-        other_latest = std::max(other_latest, arrivals.member_ns[m]);
-      }
-    }
-    if (!multi_host) continue;
-    // Every host present in the instance counts it once (stamped with the instance index).
-    hosts_present.clear();
-    for (std::size_t m = first; m < end; ++m) {
-      const uint32_t h = host_of[match.members[m].rank_index];
-      if (host_stamp[h] != i) {
-        host_stamp[h] = i;
-        hosts_present.push_back(h);
-        ++out.hosts[h].instances;
-      }
-    }
-    if (sat_sub(latest_host_t, other_latest) > arrivals.tie_ns) {
-      ++out.hosts[latest_host].last;
-      for (uint32_t h : hosts_present) ++out.hosts[h].decided;
-    }
-  }
-  std::vector<int64_t> spreads;
-  for (std::size_t r = 0; r < nranks; ++r) {
-    RankArrivalStats& s = out.ranks[r];
     if (s.instances) {
-      s.fair_last_pct = s.decided ? 100.0 * fair_sum[r] / static_cast<double>(s.decided) : 0.0;
-      s.lateness_spread_ns = robust_spread(std::move(lateness[r]));
-      spreads.push_back(s.lateness_spread_ns);
+      s.fair_last_pct = s.decided ? 100.0 * fair_sum / static_cast<double>(s.decided) : 0.0;
+      s.lateness_spread_ns = robust_spread(std::move(lateness));
     }
+  });
+  std::vector<int64_t> spreads;
+  for (const RankArrivalStats& s : out.ranks) {
+    if (s.instances) spreads.push_back(s.lateness_spread_ns);
   }
   out.noise_ns = model::median(std::move(spreads));
   return out;

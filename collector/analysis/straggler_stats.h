@@ -69,7 +69,8 @@ struct ArrivalStats {
   int64_t steady_wait_ns = 0;
 
   static ArrivalStats of(const model::JobTrace& job, const model::MatchResult& match,
-                         const Arrivals& arrivals, const std::vector<RankOverlap>& overlaps);
+                         const Arrivals& arrivals, const std::vector<RankOverlap>& overlaps,
+                         unsigned workers = 1);
 };
 
 }  // namespace ncclwatch::analysis

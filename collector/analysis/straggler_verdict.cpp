@@ -555,9 +555,9 @@ void Verdict::job_wide_delays() {
 
 StragglerResult StragglerResult::of(const model::JobTrace& job, const model::MatchResult& match,
                                     const model::ClockAlignment& clocks, const Arrivals& arrivals,
-                                    const std::vector<RankOverlap>& overlaps) {
+                                    const std::vector<RankOverlap>& overlaps, unsigned workers) {
   StragglerResult out;
-  out.stats = ArrivalStats::of(job, match, arrivals, overlaps);
+  out.stats = ArrivalStats::of(job, match, arrivals, overlaps, workers);
   Verdict v(job, match, clocks, arrivals, overlaps, out);
   v.describe();
   if (!v.find_active()) return out;

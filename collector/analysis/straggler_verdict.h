@@ -136,7 +136,7 @@ struct StragglerResult {
 
   static StragglerResult of(const model::JobTrace& job, const model::MatchResult& match,
                             const model::ClockAlignment& clocks, const Arrivals& arrivals,
-                            const std::vector<RankOverlap>& overlaps);
+                            const std::vector<RankOverlap>& overlaps, unsigned workers = 1);
 };
 
 }  // namespace ncclwatch::analysis

@@ -77,11 +77,38 @@ void parallel_for(std::size_t n, unsigned threads, Body&& body, Tick&& tick,
   if (failure) std::rethrow_exception(failure);
 }
 
-// The same without progress ticks.
+// The same without progress ticks: the calling thread works too (threads - 1 are started), so
+// one thread means no thread at all — the loop runs on the caller, in index order.
 template <typename Body>
 void parallel_for(std::size_t n, unsigned threads, Body&& body) {
-  parallel_for(
-      n, threads, std::forward<Body>(body), [] {}, std::chrono::milliseconds(1000));
+  if (n == 0) return;
+  const std::size_t wanted = std::clamp<std::size_t>(threads, 1, n);
+  if (wanted == 1) {
+    for (std::size_t i = 0; i < n; ++i) body(i);
+    return;
+  }
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex mutex;
+  auto work = [&] {
+    try {
+      for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) body(i);
+    } catch (...) {
+      next.store(n);  // the others finish the index they hold and stop
+      std::lock_guard lock(mutex);
+      if (!failure) failure = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  try {
+    pool.reserve(wanted - 1);
+    for (std::size_t w = 0; w + 1 < wanted; ++w) pool.emplace_back(work);
+  } catch (const std::exception&) {
+    // Out of threads or memory for them: carry on with those that started.
+  }
+  work();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace ncclwatch::trace
