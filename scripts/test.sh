@@ -36,7 +36,7 @@ cmake --build build-asan -j "$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --output-on-failure -j "$jobs" -LE "bench|nosan")
 
-echo "== TSan (ring concurrency)"
+echo "== TSan (ring, worker loop, analyses on threads)"
 cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNCCLWATCH_SANITIZE=thread \
   -DNCCLWATCH_BENCHMARKS=OFF >/dev/null
 cmake --build build-tsan -j "$jobs" --target ncclwatch_tsan_tests

@@ -1,9 +1,21 @@
 #include "analysis/robust_stats.h"
 
+#include <math.h>  // lgamma_r
+
 #include <algorithm>
 #include <cmath>
 
 namespace ncclwatch::analysis::stats {
+namespace {
+
+// ln(n!) as lgamma(n + 1). Not std::lgamma: it writes the sign to the global `signgam`, a data
+// race once the verdicts run on several threads (found by TSan); lgamma_r returns it instead.
+double ln_factorial(double n) {
+  int sign = 0;
+  return ::lgamma_r(n + 1, &sign);
+}
+
+}  // namespace
 
 double mad_sigma(const std::vector<double>& v) {
   if (v.size() < 2) return 0;
@@ -21,13 +33,12 @@ double binomial_tail(uint64_t n, uint64_t k, double p) {
   if (p >= 1) return 1.0;
   // Sum of the terms from k to n in log space (n is a step or instance count: small enough).
   const double lp = std::log(p), lq = std::log1p(-p);
-  const double ln_fact_n = std::lgamma(static_cast<double>(n) + 1);
+  const double ln_fact_n = ln_factorial(static_cast<double>(n));
   double sum = 0;
   for (uint64_t i = k; i <= n; ++i) {
     const double di = static_cast<double>(i);
-    const double term = ln_fact_n - std::lgamma(di + 1) -
-                        std::lgamma(static_cast<double>(n - i) + 1) + di * lp +
-                        static_cast<double>(n - i) * lq;
+    const double term = ln_fact_n - ln_factorial(di) - ln_factorial(static_cast<double>(n - i)) +
+                        di * lp + static_cast<double>(n - i) * lq;
     const double t = std::exp(term);
     sum += t;
     if (t < sum * 1e-17 && di > static_cast<double>(n) * p) break;  // remaining terms shrink

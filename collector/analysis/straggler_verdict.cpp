@@ -12,6 +12,7 @@
 #include "analysis/straggler_cause.h"
 #include "analysis/units.h"
 #include "model/saturating.h"
+#include "trace/parallel_for.h"
 
 namespace ncclwatch::analysis {
 
@@ -89,7 +90,7 @@ class Verdict {
  public:
   Verdict(const model::JobTrace& job, const model::MatchResult& match,
           const model::ClockAlignment& clocks, const Arrivals& arrivals,
-          const std::vector<RankOverlap>& overlaps, StragglerResult& out)
+          const std::vector<RankOverlap>& overlaps, unsigned workers, StragglerResult& out)
       : job_(job),
         match_(match),
         clocks_(clocks),
@@ -97,7 +98,8 @@ class Verdict {
         overlaps_(overlaps),
         out_(out),
         st_(out.stats),
-        n_(out.stats.ranks.size()) {}
+        n_(out.stats.ranks.size()),
+        workers_(workers) {}
 
   void describe();
   bool find_active();  // false: fewer than 2 ranks took part, nothing to compare
@@ -121,8 +123,19 @@ class Verdict {
     bool shifted = false;  // a persistent straggler on these samples
   };
   Shift shift_of(const std::vector<double>& v) const;
-  void judge_rank(std::size_t r);
-  void cost(const RankArrivalStats& ra, const Samples& sm, double e, Straggler& s);
+  // One rank's verdict, computed apart (ranks in parallel) and applied in rank order.
+  struct Judgement {
+    bool named = false;
+    Straggler straggler;
+    std::vector<std::size_t> one_off_steps;  // spike steps no pattern explains
+  };
+  Judgement judge_rank(std::size_t r) const;
+  void cost(const RankArrivalStats& ra, const Samples& sm, double e, Straggler& s) const;
+  // body(i) for each active_ index i, on the verdict's workers.
+  template <typename Body>
+  void for_active(Body&& body) const {
+    trace::parallel_for(active_.size(), workers_, std::forward<Body>(body));
+  }
 
   const model::JobTrace& job_;
   const model::MatchResult& match_;
@@ -132,6 +145,7 @@ class Verdict {
   StragglerResult& out_;
   const ArrivalStats& st_;
   const std::size_t n_;
+  const unsigned workers_;
 
   std::vector<std::size_t> active_;
   double window_sum_ = 0;  // the job's rank-time: sum of the active ranks' steady windows
@@ -204,30 +218,37 @@ void Verdict::residuals() {
   out_.per_step = out_.steady_steps >= 3;
   smp_.resize(n_);
   if (out_.per_step) {
-    std::vector<double> col;
-    for (std::size_t k = 0; k < max_steps_; ++k) {
-      col.clear();
-      for (std::size_t r : active_) {
-        const auto& x = st_.ranks[r].step_lateness_ns;
-        if (k >= warmup_of(r) && k < x.size() && x[k] != kNoStep)
-          col.push_back(static_cast<double>(x[k]));
-      }
-      if (col.size() < 2) continue;
-      const double ref = median(col);
-      for (std::size_t r : active_) {
-        const auto& x = st_.ranks[r].step_lateness_ns;
-        Samples& s = smp_[r];
-        if (s.d.empty()) {
-          s.d.assign(x.size(), 0.0);
-          s.present.assign(x.size(), false);
-          s.first = warmup_of(r);
+    // Each step's reference (its median rank's lateness; NaN: fewer than 2 ranks have it), in
+    // chunks of steps, then each rank's residuals against them.
+    std::vector<double> ref(max_steps_, std::numeric_limits<double>::quiet_NaN());
+    const std::size_t nchunks = std::min<std::size_t>(max_steps_, std::size_t{4} * workers_);
+    trace::parallel_for(nchunks, workers_, [&](std::size_t c) {
+      std::vector<double> col;
+      for (std::size_t k = c * max_steps_ / nchunks; k < (c + 1) * max_steps_ / nchunks; ++k) {
+        col.clear();
+        for (std::size_t r : active_) {
+          const auto& x = st_.ranks[r].step_lateness_ns;
+          if (k >= warmup_of(r) && k < x.size() && x[k] != kNoStep)
+            col.push_back(static_cast<double>(x[k]));
         }
-        if (k >= warmup_of(r) && k < x.size() && x[k] != kNoStep) {
-          s.d[k] = static_cast<double>(x[k]) - ref;
+        if (col.size() >= 2) ref[k] = model::median_in_place(std::span<double>(col));
+      }
+    });
+    if (std::none_of(ref.begin(), ref.end(), [](double v) { return !std::isnan(v); })) return;
+    for_active([&](std::size_t i) {
+      const std::size_t r = active_[i];
+      const auto& x = st_.ranks[r].step_lateness_ns;
+      Samples& s = smp_[r];
+      s.d.assign(x.size(), 0.0);
+      s.present.assign(x.size(), false);
+      s.first = warmup_of(r);
+      for (std::size_t k = s.first; k < x.size(); ++k) {
+        if (x[k] != kNoStep && !std::isnan(ref[k])) {
+          s.d[k] = static_cast<double>(x[k]) - ref[k];
           s.present[k] = true;
         }
       }
-    }
+    });
   } else {
     for (std::size_t i = 0; i < match_.instances.size(); ++i) {
       const InstanceArrival& ia = arrivals_.instances[i];
@@ -244,11 +265,15 @@ void Verdict::residuals() {
 
 // Noise σ and the late / spike thresholds.
 void Verdict::thresholds() {
-  std::vector<double> sigmas, counts;
-  for (std::size_t r : active_) {
-    const std::vector<double> v = smp_[r].values();
-    if (v.size() >= 2) sigmas.push_back(stats::mad_sigma(v));
-    counts.push_back(static_cast<double>(v.size()));
+  std::vector<double> rank_sigma(active_.size(), 0.0), counts(active_.size(), 0.0);
+  for_active([&](std::size_t i) {
+    const std::vector<double> v = smp_[active_[i]].values();
+    counts[i] = static_cast<double>(v.size());
+    if (v.size() >= 2) rank_sigma[i] = stats::mad_sigma(v);
+  });
+  std::vector<double> sigmas;
+  for (std::size_t i = 0; i < active_.size(); ++i) {
+    if (counts[i] >= 2) sigmas.push_back(rank_sigma[i]);
   }
   sigma_ = median(sigmas);
   out_.stats.noise_ns = static_cast<int64_t>(sigma_);
@@ -292,10 +317,14 @@ void Verdict::count_spikes() {
 // the noise is skewed (contention, GC) — it is the very quantity the z test compares.
 void Verdict::null_of_medians() {
   if (active_.size() < 16) return;
+  std::vector<double> rank_e(active_.size(), std::numeric_limits<double>::quiet_NaN());
+  for_active([&](std::size_t i) {
+    const std::vector<double> v = smp_[active_[i]].values();
+    if (v.size() >= 3) rank_e[i] = median(v);
+  });
   std::vector<double> es;
-  for (std::size_t r : active_) {
-    const std::vector<double> v = smp_[r].values();
-    if (v.size() >= 3) es.push_back(median(v));
+  for (double e : rank_e) {
+    if (!std::isnan(e)) es.push_back(e);
   }
   median_e_ = median(es);
   spread_e_ = stats::mad_sigma(es);
@@ -315,7 +344,22 @@ void Verdict::judge_ranks() {
     for (std::size_t k = smp_[r].first; k < ra.step_inflicted_ns.size(); ++k)
       steady_inflicted_[r] = sat_add(steady_inflicted_[r], ra.step_inflicted_ns[k]);
   }
-  for (std::size_t r : active_) judge_rank(r);
+  std::vector<Judgement> judged(active_.size());
+  for_active([&](std::size_t i) { judged[i] = judge_rank(active_[i]); });
+  for (Judgement& j : judged) {
+    for (std::size_t k : j.one_off_steps) {
+      if (out_.one_offs.size() < 16) {
+        const RankArrivalStats& ra = st_.ranks[j.straggler.rank_index];
+        out_.one_offs.push_back(
+            fmt::format("rank {} step {}: +{}", ra.rank, k + 1,
+                        human_time(static_cast<double>(ra.step_lateness_ns[k]))));
+      }
+      ++out_.one_offs_total;
+    }
+    if (!j.named) continue;
+    persistent_[j.straggler.rank_index] = j.straggler.pattern == Pattern::kPersistent;
+    out_.stragglers.push_back(std::move(j.straggler));
+  }
 }
 
 // The persistent test on one set of a rank's samples: its lateness shifted against its peers'
@@ -344,11 +388,13 @@ Verdict::Shift Verdict::shift_of(const std::vector<double>& v) const {
 
 // One rank: persistent (sign or z test, and an effect), periodic (phase fit) or spikes (more
 // than the peers' rate); single spike steps of unnamed ranks are one-offs.
-void Verdict::judge_rank(std::size_t r) {
+Verdict::Judgement Verdict::judge_rank(std::size_t r) const {
+  Judgement out;
+  out.straggler.rank_index = r;
   const RankArrivalStats& ra = st_.ranks[r];
   const Samples& sm = smp_[r];
   const std::vector<double> v = sm.values();
-  if (v.size() < 3) return;
+  if (v.size() < 3) return out;
   const double kr = static_cast<double>(v.size());
   const double e = median(v);
   const Shift all = shift_of(v);
@@ -377,8 +423,7 @@ void Verdict::judge_rank(std::size_t r) {
       off_phase_shifted = shift_of(off).shifted;
     }
   }
-  Straggler s;
-  s.rank_index = r;
+  Straggler& s = out.straggler;
   s.rank = ra.rank;
   s.host = ra.host;
   s.arrived_last_pct = ra.last_pct();
@@ -413,20 +458,15 @@ void Verdict::judge_rank(std::size_t r) {
   for (std::size_t k : all_spike_steps) {
     if (named && std::binary_search(s.spike_steps.begin(), s.spike_steps.end(), k)) continue;
     if (named && s.pattern == Pattern::kPersistent) continue;
-    if (out_.one_offs.size() < 16) {
-      out_.one_offs.push_back(fmt::format("rank {} step {}: +{}", ra.rank, k + 1,
-                                          human_time(static_cast<double>(ra.step_lateness_ns[k]))));
-    }
-    ++out_.one_offs_total;
+    out.one_off_steps.push_back(k);
   }
-  if (!named) return;
-  persistent_[r] = s.pattern == Pattern::kPersistent;
-  cost(ra, sm, e, s);
-  out_.stragglers.push_back(std::move(s));
+  out.named = named;
+  if (named) cost(ra, sm, e, s);
+  return out;
 }
 
 // Where and how late a named straggler is, and what it costs.
-void Verdict::cost(const RankArrivalStats& ra, const Samples& sm, double e, Straggler& s) {
+void Verdict::cost(const RankArrivalStats& ra, const Samples& sm, double e, Straggler& s) const {
   const std::size_t r = s.rank_index;
   std::vector<std::size_t> affected;
   if (s.pattern == Pattern::kPersistent) {
@@ -558,7 +598,7 @@ StragglerResult StragglerResult::of(const model::JobTrace& job, const model::Mat
                                     const std::vector<RankOverlap>& overlaps, unsigned workers) {
   StragglerResult out;
   out.stats = ArrivalStats::of(job, match, arrivals, overlaps, workers);
-  Verdict v(job, match, clocks, arrivals, overlaps, out);
+  Verdict v(job, match, clocks, arrivals, overlaps, workers, out);
   v.describe();
   if (!v.find_active()) return out;
   v.residuals();

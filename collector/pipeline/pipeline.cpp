@@ -45,7 +45,7 @@ PipelineResult run_pipeline(model::JobTrace& job, const PipelineOptions& options
   add_collector_sections(job, out.match, out.clock, options.max_rank_rows, report);
   if (options.analyses) {
     stage(options, "analysing");
-    analysis::analyze(job, out.match, out.clock, report);
+    analysis::analyze(job, out.match, out.clock, report, trace::worker_count(options.threads));
   }
   std::vector<std::string> logs = options.topology_logs;
   if (!options.topology_dir.empty()) {

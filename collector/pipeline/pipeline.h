@@ -22,7 +22,7 @@ struct PipelineOptions {
   clock::ClockOptions clock;
   bool link_gpu = true;  // run the GPU linker (off when the reader already linked, e.g. Kineto)
   bool analyses = true;
-  unsigned threads = 0;      // GPU linking runs per rank on this many threads (0: one per core)
+  unsigned threads = 0;      // GPU linking and the analyses use this many threads (0: one per core)
   std::string topology_dir;  // where to look for NCCL logs/dumps (usually the trace dir); "" = none
   std::vector<std::string> topology_logs;  // extra NCCL log files
   std::size_t max_rank_rows = 32;          // per-rank table rows before it is summarised
