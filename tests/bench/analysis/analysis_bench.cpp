@@ -54,6 +54,41 @@ BENCHMARK(BM_Analyze)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+// Many ranks, a realistic profile length: 512 ranks on 64 nodes, 1000 steps, GPU-timed. The
+// report's size grows with ranks, not records: the short many-rank jobs of the verdict matrix
+// (20-50 steps) pay that per-rank cost on few records; this job shows it amortized.
+const SimJob& many_ranks_job() {
+  static SimJob j;
+  if (j.job.ranks.empty()) {
+    auto p = ncclwatch::analysis::testing::sim_params(512, 8);
+    p.steps = 1000;
+    p.jitter_ns = 20'000;
+    p.ranks[77].host_stall_ns = 2'000'000;
+    j = ncclwatch::analysis::testing::simulate(p);
+  }
+  return j;
+}
+
+void BM_AnalyzeManyRanks(benchmark::State& state) {
+  const SimJob& j = many_ranks_job();
+  const auto threads = static_cast<unsigned>(state.range(0));
+  for (auto _ : state) {
+    ncclwatch::model::Report report;
+    ncclwatch::analysis::analyze(j.job, j.match, j.clocks, report, threads);
+    benchmark::DoNotOptimize(report.json);
+  }
+  const uint64_t n = records(j);
+  state.counters["records"] = static_cast<double>(n);
+  state.counters["records_per_s"] =
+      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_AnalyzeManyRanks)
+    ->Arg(1)
+    ->Arg(2)
+    ->ArgName("threads")
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 void BM_IntervalSetUnionOfSortedKernels(benchmark::State& state) {
   std::vector<ncclwatch::analysis::Interval> spans;
   int64_t t = 0;
