@@ -29,17 +29,19 @@ inline unsigned worker_count(unsigned requested = 0) {
   return requested != 0 ? requested : std::max(1u, std::thread::hardware_concurrency());
 }
 
-template <typename Body, typename Tick>
-void parallel_for(std::size_t n, unsigned threads, Body&& body, Tick&& tick,
-                  std::chrono::milliseconds tick_every) {
-  if (n == 0) return;
-  const std::size_t wanted = std::clamp<std::size_t>(threads, 1, n);
+namespace detail {
+
+// The shared part of both loops: indices from one counter, the first exception kept.
+template <typename Body>
+struct IndexQueue {
+  IndexQueue(std::size_t count, Body& fn) : n(count), body(fn) {}
+  std::size_t n;
+  Body& body;
   std::atomic<std::size_t> next{0};
-  std::size_t finished = 0;
   std::exception_ptr failure;
   std::mutex mutex;
-  std::condition_variable done;
-  auto work = [&] {
+
+  void work() {
     try {
       for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) body(i);
     } catch (...) {
@@ -47,26 +49,42 @@ void parallel_for(std::size_t n, unsigned threads, Body&& body, Tick&& tick,
       std::lock_guard lock(mutex);
       if (!failure) failure = std::current_exception();
     }
-  };
+  }
+};
+
+// Starts up to `count` threads running `fn`; out of threads or memory for them: those started.
+template <typename Fn>
+std::vector<std::thread> start_threads(std::size_t count, Fn fn) {
   std::vector<std::thread> pool;
   try {
-    pool.reserve(wanted);
-    for (std::size_t w = 0; w < wanted; ++w) {
-      pool.emplace_back([&] {
-        work();
-        std::lock_guard lock(mutex);
+    pool.reserve(count);
+    for (std::size_t w = 0; w < count; ++w) pool.emplace_back(fn);
+  } catch (const std::exception&) {
+  }
+  return pool;
+}
+
+}  // namespace detail
+
+template <typename Body, typename Tick>
+void parallel_for(std::size_t n, unsigned threads, Body&& body, Tick&& tick,
+                  std::chrono::milliseconds tick_every) {
+  if (n == 0) return;
+  detail::IndexQueue<Body> queue(n, body);
+  std::size_t finished = 0;
+  std::condition_variable done;
+  std::vector<std::thread> pool =
+      detail::start_threads(std::clamp<std::size_t>(threads, 1, n), [&] {
+        queue.work();
+        std::lock_guard lock(queue.mutex);
         ++finished;
         done.notify_one();
       });
-    }
-  } catch (const std::exception&) {
-    // Out of threads or memory for them: carry on with those that started.
-  }
   const std::size_t workers = pool.size();
   if (workers == 0) {
-    work();  // not even one thread: the caller does it all
+    queue.work();  // not even one thread: the caller does it all
   } else {
-    std::unique_lock lock(mutex);
+    std::unique_lock lock(queue.mutex);
     while (!done.wait_for(lock, tick_every, [&] { return finished == workers; })) {
       lock.unlock();
       tick();
@@ -74,7 +92,7 @@ void parallel_for(std::size_t n, unsigned threads, Body&& body, Tick&& tick,
     }
   }
   for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+  if (queue.failure) std::rethrow_exception(queue.failure);
 }
 
 // The same without progress ticks: the calling thread works too (threads - 1 are started), so
@@ -87,28 +105,11 @@ void parallel_for(std::size_t n, unsigned threads, Body&& body) {
     for (std::size_t i = 0; i < n; ++i) body(i);
     return;
   }
-  std::atomic<std::size_t> next{0};
-  std::exception_ptr failure;
-  std::mutex mutex;
-  auto work = [&] {
-    try {
-      for (std::size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) body(i);
-    } catch (...) {
-      next.store(n);  // the others finish the index they hold and stop
-      std::lock_guard lock(mutex);
-      if (!failure) failure = std::current_exception();
-    }
-  };
-  std::vector<std::thread> pool;
-  try {
-    pool.reserve(wanted - 1);
-    for (std::size_t w = 0; w + 1 < wanted; ++w) pool.emplace_back(work);
-  } catch (const std::exception&) {
-    // Out of threads or memory for them: carry on with those that started.
-  }
-  work();
+  detail::IndexQueue<Body> queue(n, body);
+  std::vector<std::thread> pool = detail::start_threads(wanted - 1, [&] { queue.work(); });
+  queue.work();
   for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+  if (queue.failure) std::rethrow_exception(queue.failure);
 }
 
 }  // namespace ncclwatch::trace

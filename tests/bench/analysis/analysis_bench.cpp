@@ -34,9 +34,8 @@ uint64_t records(const SimJob& j) {
   return n;
 }
 
-void BM_Analyze(benchmark::State& state) {
-  const SimJob& j = big_job(state.range(0) != 0);
-  const auto threads = static_cast<unsigned>(state.range(1));
+// analyze() on `j` with `threads` workers, the report destroyed inside the timed loop too.
+void run_analyze(benchmark::State& state, const SimJob& j, unsigned threads) {
   for (auto _ : state) {
     ncclwatch::model::Report report;
     ncclwatch::analysis::analyze(j.job, j.match, j.clocks, report, threads);
@@ -47,6 +46,10 @@ void BM_Analyze(benchmark::State& state) {
   state.counters["records"] = static_cast<double>(n);
   state.counters["records_per_s"] =
       benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Analyze(benchmark::State& state) {
+  run_analyze(state, big_job(state.range(0) != 0), static_cast<unsigned>(state.range(1)));
 }
 BENCHMARK(BM_Analyze)
     ->ArgsProduct({{0, 1}, {1, 2}})
@@ -70,17 +73,7 @@ const SimJob& many_ranks_job() {
 }
 
 void BM_AnalyzeManyRanks(benchmark::State& state) {
-  const SimJob& j = many_ranks_job();
-  const auto threads = static_cast<unsigned>(state.range(0));
-  for (auto _ : state) {
-    ncclwatch::model::Report report;
-    ncclwatch::analysis::analyze(j.job, j.match, j.clocks, report, threads);
-    benchmark::DoNotOptimize(report.json);
-  }
-  const uint64_t n = records(j);
-  state.counters["records"] = static_cast<double>(n);
-  state.counters["records_per_s"] =
-      benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate);
+  run_analyze(state, many_ranks_job(), static_cast<unsigned>(state.range(0)));
 }
 BENCHMARK(BM_AnalyzeManyRanks)
     ->Arg(1)
