@@ -219,11 +219,7 @@ void StepBreakdownReport::write(const std::vector<RankBreakdown>& ranks,
   report.sections.push_back({"Step breakdown", body});
 
   const std::size_t limit = per_step_limit(ranks.size());
-  nlohmann::json list = nlohmann::json::array();
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    list.push_back(i < rows.size() ? std::move(rows[i]) : rank_json(ranks[i], ranks.size()));
-  }
-  report.json["breakdown"] = std::move(list);
+  report.json["breakdown"] = nlohmann::json(std::move(rows));
   nlohmann::json summary = {
       {"gpu_ranks", job.gpu_ranks}, {"host_ranks", job.host_ranks}, {"per_step_limit", limit}};
   if (job.gpu_ranks > 0) {

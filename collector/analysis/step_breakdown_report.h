@@ -38,7 +38,7 @@ inline constexpr std::size_t kMaxPerStepEntries = 1'000;
 
 class StepBreakdownReport {
  public:
-  // `rows`: rank_json of each rank (built beforehand, one per rank, in parallel by analyze()).
+  // `rows`: rank_json of each of `ranks`, in the same order (built in parallel by analyze()).
   static void write(const std::vector<RankBreakdown>& ranks, std::vector<nlohmann::json> rows,
                     model::Report& report);
   // One rank's breakdown[] entry, per_step included, in a job of `job_ranks` ranks.

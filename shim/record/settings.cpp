@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 namespace ncclwatch::shim {
 namespace {
@@ -76,6 +77,20 @@ class VariableReader {
       out = static_cast<Int>(n);
     }
   }
+  // One of `words` into `out`. Returns the value when it is none of them (for the caller to
+  // parse further or call bad()), nullptr when unset or matched.
+  template <typename Enum, std::size_t N>
+  const char* choice(Id id, const std::pair<const char*, Enum> (&words)[N], Enum& out) {
+    const char* v = get(id);
+    if (v == nullptr) return nullptr;
+    for (const auto& [word, value] : words) {
+      if (std::strcmp(v, word) == 0) {
+        out = value;
+        return nullptr;
+      }
+    }
+    return v;
+  }
   void text(Id id, std::string& out) {
     if (const char* v = get(id)) out = v;
   }
@@ -118,13 +133,7 @@ std::string absolute(const std::string& path) {
 }
 
 void read_recorder_settings(EnvLookup env, VariableReader& in, Settings& s) {
-  if (const char* v = in.get(Id::kEnabled)) {
-    if (is_off(v)) {
-      s.enabled = false;
-    } else if (!is_on(v)) {
-      in.bad(Id::kEnabled, v);
-    }
-  }
+  in.flag(Id::kEnabled, s.enabled);
   const char* job = in.get(Id::kJob);
   s.job = sanitize_name(job != nullptr ? std::string(job) : default_job(env));
   const char* host = in.get(Id::kHost);
@@ -150,45 +159,29 @@ void read_recorder_settings(EnvLookup env, VariableReader& in, Settings& s) {
   in.integer(Id::kTestClockOffsetNs, INT64_MIN, INT64_MAX, s.test_clock_offset_ns);
 }
 
+constexpr std::pair<const char*, GpuMode> kModeWords[] = {
+    {"full", GpuMode::kFull}, {"lite", GpuMode::kLite}, {"host", GpuMode::kHost}};
+constexpr std::pair<const char*, KernelPolicy> kKernelWords[] = {{"all", KernelPolicy::kAll},
+                                                                 {"nccl", KernelPolicy::kNccl}};
+constexpr std::pair<const char*, CuptiClockChoice> kCuptiClockWords[] = {
+    {"auto", CuptiClockChoice::kAuto},
+    {"callback", CuptiClockChoice::kCallback},
+    {"measured", CuptiClockChoice::kMeasured}};
+
 void read_gpu_settings(VariableReader& in, Settings& s) {
-  if (const char* v = in.get(Id::kMode)) {
-    if (std::strcmp(v, "full") == 0) {
-      s.mode = GpuMode::kFull;
-    } else if (std::strcmp(v, "lite") == 0) {
-      s.mode = GpuMode::kLite;
-    } else if (std::strcmp(v, "host") == 0) {
-      s.mode = GpuMode::kHost;
+  if (const char* v = in.choice(Id::kMode, kModeWords, s.mode)) in.bad(Id::kMode, v);
+  if (const char* v = in.choice(Id::kKernels, kKernelWords, s.kernels)) {
+    char* end = nullptr;
+    long n = std::strncmp(v, "sampled:", 8) == 0 ? std::strtol(v + 8, &end, 10) : 0;
+    if (end != nullptr && end != v + 8 && *end == '\0' && n >= 1 && n <= 1000000) {
+      s.kernels = n == 1 ? KernelPolicy::kAll : KernelPolicy::kSampled;
+      s.kernels_every = static_cast<uint32_t>(n);
     } else {
-      in.bad(Id::kMode, v);
+      in.bad(Id::kKernels, v);
     }
   }
-  if (const char* v = in.get(Id::kKernels)) {
-    if (std::strcmp(v, "all") == 0) {
-      s.kernels = KernelPolicy::kAll;
-    } else if (std::strcmp(v, "nccl") == 0) {
-      s.kernels = KernelPolicy::kNccl;
-    } else {
-      char* end = nullptr;
-      long n = std::strncmp(v, "sampled:", 8) == 0 ? std::strtol(v + 8, &end, 10) : 0;
-      if (end != nullptr && end != v + 8 && *end == '\0' && n >= 1 && n <= 1000000) {
-        s.kernels = n == 1 ? KernelPolicy::kAll : KernelPolicy::kSampled;
-        s.kernels_every = static_cast<uint32_t>(n);
-      } else {
-        in.bad(Id::kKernels, v);
-      }
-    }
-  }
-  if (const char* v = in.get(Id::kCuptiClock)) {
-    if (std::strcmp(v, "auto") == 0) {
-      s.cupti_clock = CuptiClockChoice::kAuto;
-    } else if (std::strcmp(v, "callback") == 0) {
-      s.cupti_clock = CuptiClockChoice::kCallback;
-    } else if (std::strcmp(v, "measured") == 0) {
-      s.cupti_clock = CuptiClockChoice::kMeasured;
-    } else {
-      in.bad(Id::kCuptiClock, v);
-    }
-  }
+  if (const char* v = in.choice(Id::kCuptiClock, kCuptiClockWords, s.cupti_clock))
+    in.bad(Id::kCuptiClock, v);
   in.integer(Id::kCuptiBuffers, 2, kMaxCuptiBuffers, s.cupti_buffers);
   in.integer(Id::kCuptiBufferKb, 64, 1 << 20, s.cupti_buffer_kb);
   in.text(Id::kCupti, s.cupti);
