@@ -153,16 +153,12 @@ std::string format_bytes(uint64_t bytes) {
   return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
 }
 
-model::HangVerdict find_hang(const model::JobTrace& job, const model::MatchResult& match) {
-  model::HangVerdict v;
-  std::unordered_map<int32_t, std::size_t> index;
-  for (std::size_t i = 0; i < job.ranks.size(); ++i) {
-    index.emplace(job.ranks[i].info.rank, i);
-    if (job.ranks[i].info.salvaged) v.dead_ranks.push_back(job.ranks[i].info.rank);
-  }
+namespace {
 
-  // 1. Entry evidence: the call most ranks wait in (ties: the one entered first).
-  const std::vector<Waiter> waiters = collect_waiters(job);
+using RankIndex = std::unordered_map<int32_t, std::size_t>;  // global rank -> job.ranks index
+
+// The waiters of the call most ranks wait in (ties: the one entered first); empty when none.
+std::vector<const Waiter*> most_waited_call(const std::vector<Waiter>& waiters) {
   std::map<Key, std::vector<const Waiter*>> by_key;
   for (const auto& w : waiters) by_key[key_of(w)].push_back(&w);
   const std::vector<const Waiter*>* chosen = nullptr;
@@ -182,134 +178,151 @@ model::HangVerdict find_hang(const model::JobTrace& job, const model::MatchResul
       best_enter = first;
     }
   }
+  return chosen != nullptr ? *chosen : std::vector<const Waiter*>{};
+}
 
-  std::vector<int32_t> members;  // global ranks expected in the stuck call
-  if (chosen != nullptr) {
-    const Waiter& w0 = *chosen->front();
-    v.hung = true;
-    v.comm_id = w0.comm_id;
-    v.seq = w0.seq;
-    v.has_seq = w0.has_seq;
-    v.func = w0.func;
-    v.via = w0.via;
-    v.bytes = w0.bytes;
-    v.since_ns = INT64_MAX;
-    std::set<int32_t> waiting;
-    for (const auto* w : *chosen) {
-      waiting.insert(w->rank);
-      if (w->enter_ns < v.since_ns) {
-        v.since_ns = w->enter_ns;
-        const int64_t off = job.ranks[w->rank_index].info.wall_offset_ns;
-        v.since_wall_ns = off != 0 ? w->enter_ns + off : 0;
-      }
-      v.waited_ns = std::max(v.waited_ns, w->seen_ns - w->enter_ns);
+// Global ranks expected in the stuck call of `v` (sorted, unique); sets v.comm_size.
+std::vector<int32_t> expected_members(model::HangVerdict& v,
+                                      const std::vector<const Waiter*>& chosen,
+                                      const model::JobTrace& job, const model::MatchResult& match) {
+  std::vector<int32_t> members;
+  const Waiter& w0 = *chosen.front();
+  if (const auto* c = comm_summary(match, v.comm_id); c != nullptr && !c->ranks.empty()) {
+    v.comm_size = c->nranks;
+    if (format::is_p2p(v.func)) {
+      // Send/recv: the peers of the waiting calls are the ones expected.
+      for (const auto* w : chosen)
+        if (w->peer >= 0 && static_cast<std::size_t>(w->peer) < c->ranks.size())
+          members.push_back(c->ranks[static_cast<std::size_t>(w->peer)]);
+    } else {
+      members = c->ranks;
+      // Members with no trace at all are expected too; their global ranks are unknown unless
+      // the comm spans the world (then comm rank == global rank is the usual layout).
+      if (c->untraced > 0 && c->nranks == job.ranks.front().info.world_size)
+        for (int32_t r = 0; r < c->nranks; ++r) members.push_back(r);
     }
-    v.waiting_ranks.assign(waiting.begin(), waiting.end());
-    if (const auto* c = comm_summary(match, v.comm_id); c != nullptr && !c->ranks.empty()) {
-      v.comm_size = c->nranks;
-      if (format::is_p2p(v.func)) {
-        // Send/recv: the peers of the waiting calls are the ones expected.
-        for (const auto* w : *chosen)
-          if (w->peer >= 0 && static_cast<std::size_t>(w->peer) < c->ranks.size())
-            members.push_back(c->ranks[static_cast<std::size_t>(w->peer)]);
-      } else {
-        members = c->ranks;
-        // Members with no trace at all are expected too; their global ranks are unknown unless
-        // the comm spans the world (then comm rank == global rank is the usual layout).
-        if (c->untraced > 0 && c->nranks == job.ranks.front().info.world_size)
-          for (int32_t r = 0; r < c->nranks; ++r) members.push_back(r);
-      }
-    } else if (w0.count > 0 && !w0.has_seq) {
-      // An init that never returned: the comm does not exist yet; its size and each waiting
-      // rank's place in it come from the entry (count = nranks, peer = rank in the comm).
-      v.comm_size = static_cast<int32_t>(w0.count);
-      for (int32_t r = 0; r < v.comm_size; ++r) members.push_back(r);
-    }
-    std::sort(members.begin(), members.end());
-    members.erase(std::unique(members.begin(), members.end()), members.end());
-    for (int32_t m : members) {
-      if (waiting.contains(m)) continue;
-      auto it = index.find(m);
-      // A member that entered the instance (and got through it, or waits on another thread)
-      // is not missing.
-      if (it != index.end() && v.has_seq && format::is_collective(v.func) &&
-          entered_up_to(job.ranks[it->second], v.comm_id) > v.seq)
-        continue;
-      v.missing_ranks.push_back(m);
-    }
-  } else {
-    // 2. No entry evidence (older traces, or ranks that stopped between calls): the last
-    // incomplete collective run of a comm says where the ranks stopped.
-    std::unordered_map<uint64_t, uint64_t> complete_top;
-    for (const auto& inst : match.instances)
-      if (format::is_collective(inst.func))
-        complete_top[inst.comm_id] = std::max(complete_top[inst.comm_id], inst.seq + 1);
-    const model::IncompleteInstance* last = nullptr;
-    for (const auto& run : match.incomplete) {
-      if (!format::is_collective(run.func) || run.seq < complete_top[run.comm_id]) continue;
-      if (last == nullptr || run.present_ranks.size() > last->present_ranks.size()) last = &run;
-    }
-    if (last != nullptr) {
-      v.hung = true;
-      v.waiting_from_entry_evidence = false;
-      v.comm_id = last->comm_id;
-      v.seq = last->seq;
-      v.has_seq = true;
-      v.func = last->func;
-      v.waiting_ranks = last->present_ranks;
-      v.missing_ranks = last->missing_ranks;
-      if (const auto* c = comm_summary(match, v.comm_id)) v.comm_size = c->nranks;
-      v.since_ns = INT64_MAX;
-      for (int32_t r : v.waiting_ranks) {
-        auto it = index.find(r);
-        if (it == index.end()) continue;
-        for (const auto& c : job.ranks[it->second].calls) {
-          if (c.comm_id != v.comm_id || c.seq != v.seq || !format::is_collective(c.func)) continue;
-          v.bytes = c.bytes();
-          if (c.enter_ns < v.since_ns) {
-            v.since_ns = c.enter_ns;
-            const int64_t off = job.ranks[it->second].info.wall_offset_ns;
-            v.since_wall_ns = off != 0 ? c.enter_ns + off : 0;
-          }
-        }
-      }
-      if (v.since_ns == INT64_MAX) v.since_ns = 0;
-    }
+  } else if (w0.count > 0 && !w0.has_seq) {
+    // An init that never returned: the comm does not exist yet; its size and each waiting
+    // rank's place in it come from the entry (count = nranks, peer = rank in the comm).
+    v.comm_size = static_cast<int32_t>(w0.count);
+    for (int32_t r = 0; r < v.comm_size; ++r) members.push_back(r);
   }
-  if (!v.hung) return v;
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  return members;
+}
 
-  // What each missing rank was last doing.
-  for (int32_t m : v.missing_ranks) {
-    model::MissingRankState s;
-    s.rank = m;
+// 1. Entry evidence: the ranks inside the call most of them wait in, and who never entered it.
+void hang_from_entry_evidence(model::HangVerdict& v, const std::vector<const Waiter*>& chosen,
+                              const model::JobTrace& job, const model::MatchResult& match,
+                              const RankIndex& index) {
+  const Waiter& w0 = *chosen.front();
+  v.hung = true;
+  v.comm_id = w0.comm_id;
+  v.seq = w0.seq;
+  v.has_seq = w0.has_seq;
+  v.func = w0.func;
+  v.via = w0.via;
+  v.bytes = w0.bytes;
+  v.since_ns = INT64_MAX;
+  std::set<int32_t> waiting;
+  for (const auto* w : chosen) {
+    waiting.insert(w->rank);
+    if (w->enter_ns < v.since_ns) {
+      v.since_ns = w->enter_ns;
+      const int64_t off = job.ranks[w->rank_index].info.wall_offset_ns;
+      v.since_wall_ns = off != 0 ? w->enter_ns + off : 0;
+    }
+    v.waited_ns = std::max(v.waited_ns, w->seen_ns - w->enter_ns);
+  }
+  v.waiting_ranks.assign(waiting.begin(), waiting.end());
+  for (int32_t m : expected_members(v, chosen, job, match)) {
+    if (waiting.contains(m)) continue;
     auto it = index.find(m);
-    if (it != index.end()) {
-      const auto& r = job.ranks[it->second];
-      s.has_trace = true;
-      s.process_dead = r.info.salvaged;
-      s.wall_offset_ns = r.info.wall_offset_ns;
-      if (!r.never_returned.empty()) {
-        const auto& h = r.never_returned.front();
-        s.waiting_elsewhere = true;
-        s.func = h.func;
-        s.comm_id = h.comm_id;
-        s.seq = h.seq;
-        s.has_seq = format::is_collective(h.func) || format::is_p2p(h.func);
-        s.call_end_ns = h.enter_ns;
-      } else if (r.last_returned.func != Func::kUnknown) {
-        const auto& h = r.last_returned;
-        s.func = h.func;
-        s.comm_id = h.comm_id;
-        s.seq = h.seq;
-        s.has_seq = format::is_collective(h.func) || format::is_p2p(h.func);
-        s.call_end_ns = h.exit_ns;
-        if (r.info.alive_until_ns >= h.exit_ns) s.idle_ns = r.info.alive_until_ns - h.exit_ns;
+    // A member that entered the instance (and got through it, or waits on another thread)
+    // is not missing.
+    if (it != index.end() && v.has_seq && format::is_collective(v.func) &&
+        entered_up_to(job.ranks[it->second], v.comm_id) > v.seq)
+      continue;
+    v.missing_ranks.push_back(m);
+  }
+}
+
+// 2. No entry evidence (older traces, or ranks that stopped between calls): the last
+// incomplete collective run of a comm says where the ranks stopped.
+void hang_from_incomplete_runs(model::HangVerdict& v, const model::JobTrace& job,
+                               const model::MatchResult& match, const RankIndex& index) {
+  std::unordered_map<uint64_t, uint64_t> complete_top;
+  for (const auto& inst : match.instances)
+    if (format::is_collective(inst.func))
+      complete_top[inst.comm_id] = std::max(complete_top[inst.comm_id], inst.seq + 1);
+  const model::IncompleteInstance* last = nullptr;
+  for (const auto& run : match.incomplete) {
+    if (!format::is_collective(run.func) || run.seq < complete_top[run.comm_id]) continue;
+    if (last == nullptr || run.present_ranks.size() > last->present_ranks.size()) last = &run;
+  }
+  if (last == nullptr) return;
+  v.hung = true;
+  v.waiting_from_entry_evidence = false;
+  v.comm_id = last->comm_id;
+  v.seq = last->seq;
+  v.has_seq = true;
+  v.func = last->func;
+  v.waiting_ranks = last->present_ranks;
+  v.missing_ranks = last->missing_ranks;
+  if (const auto* c = comm_summary(match, v.comm_id)) v.comm_size = c->nranks;
+  v.since_ns = INT64_MAX;
+  for (int32_t r : v.waiting_ranks) {
+    auto it = index.find(r);
+    if (it == index.end()) continue;
+    for (const auto& c : job.ranks[it->second].calls) {
+      if (c.comm_id != v.comm_id || c.seq != v.seq || !format::is_collective(c.func)) continue;
+      v.bytes = c.bytes();
+      if (c.enter_ns < v.since_ns) {
+        v.since_ns = c.enter_ns;
+        const int64_t off = job.ranks[it->second].info.wall_offset_ns;
+        v.since_wall_ns = off != 0 ? c.enter_ns + off : 0;
       }
     }
-    v.last_call_of_missing.push_back(s);
   }
+  if (v.since_ns == INT64_MAX) v.since_ns = 0;
+}
 
-  // CUPTI: the stuck call's kernel launched on a waiting rank with no activity record.
+// What a missing rank was last doing.
+model::MissingRankState missing_rank_state(int32_t m, const model::JobTrace& job,
+                                           const RankIndex& index) {
+  model::MissingRankState s;
+  s.rank = m;
+  auto it = index.find(m);
+  if (it == index.end()) return s;
+  const auto& r = job.ranks[it->second];
+  s.has_trace = true;
+  s.process_dead = r.info.salvaged;
+  s.wall_offset_ns = r.info.wall_offset_ns;
+  if (!r.never_returned.empty()) {
+    const auto& h = r.never_returned.front();
+    s.waiting_elsewhere = true;
+    s.func = h.func;
+    s.comm_id = h.comm_id;
+    s.seq = h.seq;
+    s.has_seq = format::is_collective(h.func) || format::is_p2p(h.func);
+    s.call_end_ns = h.enter_ns;
+  } else if (r.last_returned.func != Func::kUnknown) {
+    const auto& h = r.last_returned;
+    s.func = h.func;
+    s.comm_id = h.comm_id;
+    s.seq = h.seq;
+    s.has_seq = format::is_collective(h.func) || format::is_p2p(h.func);
+    s.call_end_ns = h.exit_ns;
+    if (r.info.alive_until_ns >= h.exit_ns) s.idle_ns = r.info.alive_until_ns - h.exit_ns;
+  }
+  return s;
+}
+
+// CUPTI: waiting ranks whose kernel of the stuck call launched with no activity record.
+std::vector<int32_t> kernel_never_finished(const model::HangVerdict& v, const model::JobTrace& job,
+                                           const RankIndex& index) {
+  std::vector<int32_t> out;
   for (int32_t wr : v.waiting_ranks) {
     auto it = index.find(wr);
     if (it == index.end() || !v.has_seq) continue;
@@ -320,10 +333,13 @@ model::HangVerdict find_hang(const model::JobTrace& job, const model::MatchResul
         launched.insert(l.correlation);
     if (launched.empty()) continue;
     for (const auto& k : r.kernels) launched.erase(k.correlation);
-    if (!launched.empty()) v.kernel_never_finished.push_back(wr);
+    if (!launched.empty()) out.push_back(wr);
   }
+  return out;
+}
 
-  // The line.
+// The verdict's one line.
+std::string hang_text(const model::HangVerdict& v) {
   std::string where = call_name(v.func, v.comm_id, v.seq, v.has_seq);
   if (v.bytes > 0) where += fmt::format(" ({})", format_bytes(v.bytes));
   if (v.via == Func::kGroupEnd) where += " inside ncclGroupEnd";
@@ -348,7 +364,30 @@ model::HangVerdict find_hang(const model::JobTrace& job, const model::MatchResul
                         format_rank_list(v.missing_ranks));
     for (const auto& m : v.last_call_of_missing) text += " — " + describe_missing(m);
   }
-  v.text = std::move(text);
+  return text;
+}
+
+}  // namespace
+
+model::HangVerdict find_hang(const model::JobTrace& job, const model::MatchResult& match) {
+  model::HangVerdict v;
+  RankIndex index;
+  for (std::size_t i = 0; i < job.ranks.size(); ++i) {
+    index.emplace(job.ranks[i].info.rank, i);
+    if (job.ranks[i].info.salvaged) v.dead_ranks.push_back(job.ranks[i].info.rank);
+  }
+  const std::vector<Waiter> waiters = collect_waiters(job);
+  const std::vector<const Waiter*> chosen = most_waited_call(waiters);
+  if (!chosen.empty()) {
+    hang_from_entry_evidence(v, chosen, job, match, index);
+  } else {
+    hang_from_incomplete_runs(v, job, match, index);
+  }
+  if (!v.hung) return v;
+  for (int32_t m : v.missing_ranks)
+    v.last_call_of_missing.push_back(missing_rank_state(m, job, index));
+  v.kernel_never_finished = kernel_never_finished(v, job, index);
+  v.text = hang_text(v);
   return v;
 }
 
