@@ -58,29 +58,25 @@ NodeMetricsReader::NodeMetricsReader(ExporterOptions options) : options_(std::mo
 }
 NodeMetricsReader::~NodeMetricsReader() = default;
 
-NodeSnapshot NodeMetricsReader::poll() {
-  NodeSnapshot snap;
-  snap.now_ns = trace::monotonic_ns();
-  snap.polls = ++polls_;
-  for (auto& [key, r] : ranks_) r->segment_seen = r->trace_seen = false;
-
-  auto rank_for = [&](const format::ProcessInfo& p) -> Rank& {
-    const std::string host = trace::bounded_string(p.host, sizeof p.host);
-    auto& slot = ranks_[{host, p.pid}];
-    if (!slot) {
-      slot = std::make_unique<Rank>(options_, next_member_++);
-      RankMetrics& m = slot->consumer.metrics();
-      m.job = trace::bounded_string(p.job, sizeof p.job);
-      m.host = host;
-      m.pid = p.pid;
-    }
+// The rank of process `p`, tracked from now on if it is new; learns its rank numbers.
+NodeMetricsReader::Rank& NodeMetricsReader::rank_for(const format::ProcessInfo& p) {
+  const std::string host = trace::bounded_string(p.host, sizeof p.host);
+  auto& slot = ranks_[{host, p.pid}];
+  if (!slot) {
+    slot = std::make_unique<Rank>(options_, next_member_++);
     RankMetrics& m = slot->consumer.metrics();
-    if (m.rank < 0 && p.rank >= 0) m.rank = p.rank;
-    if (m.local_rank < 0 && p.local_rank >= 0) m.local_rank = p.local_rank;
-    return *slot;
-  };
+    m.job = trace::bounded_string(p.job, sizeof p.job);
+    m.host = host;
+    m.pid = p.pid;
+  }
+  RankMetrics& m = slot->consumer.metrics();
+  if (m.rank < 0 && p.rank >= 0) m.rank = p.rank;
+  if (m.local_rank < 0 && p.local_rank >= 0) m.local_rank = p.local_rank;
+  return *slot;
+}
 
-  // This node's segments: who runs here, in which mode, what they dropped, what they are inside.
+// This node's segments: who runs here, in which mode, what they dropped, what they are inside.
+void NodeMetricsReader::read_segments(NodeSnapshot& snap) {
   for (const auto& name : trace::list_segments(options_.job, options_.shm_dir)) {
     trace::SegmentView view;
     if (!open_own_segment(view, options_.shm_dir, name, options_.job, snap.notes)) continue;
@@ -98,8 +94,11 @@ NodeSnapshot NodeMetricsReader::poll() {
         m.live ? view.in_flight(/*active_only=*/true) : std::vector<format::InFlightSlot>{};
     if (r.trace_path.empty()) r.trace_path = view.trace_path();
   }
+}
 
-  // Trace files: those the segments name, and this host's in DIR (ranks that already finished).
+// Trace files: those the segments name, and this host's in DIR (ranks that already finished).
+// Returns the ranks whose trace is open and positioned where the last poll stopped.
+std::vector<NodeMetricsReader::Rank*> NodeMetricsReader::open_traces(NodeSnapshot& snap) {
   std::set<std::string> paths;
   for (const auto& [key, r] : ranks_)
     if (r->segment_seen && !r->trace_path.empty()) paths.insert(r->trace_path);
@@ -137,10 +136,34 @@ NodeSnapshot NodeMetricsReader::poll() {
     r.reader.seek(r.position);
     active.push_back(&r);
   }
-  read_new_records(active);
+  return active;
+}
 
-  // Gauges, GPU sweeps, and forgetting finished ranks.
-  NodeSnapshot out = std::move(snap);
+// The gauges of a rank still tracked, as of `now_ns`.
+void NodeMetricsReader::update_gauges(Rank& r, int64_t now_ns) {
+  RankMetrics& m = r.consumer.metrics();
+  m.calls_in_flight = 0;
+  m.oldest_call_in_flight_s = 0;
+  for (const auto& slot : r.in_flight) {
+    ++m.calls_in_flight;
+    m.oldest_call_in_flight_s =
+        std::max(m.oldest_call_in_flight_s, (now_ns - slot.entry.t_enter_ns) * 1e-9);
+  }
+  m.has_kernel_timeline = r.consumer.has_gpu_timeline();
+  const int64_t launch = m.live ? r.consumer.oldest_pending_launch_ns() : 0;
+  m.oldest_nccl_kernel_pending_s = launch > 0 ? std::max<double>(0, (now_ns - launch) * 1e-9) : 0;
+  m.seconds_since_last_collective =
+      m.last_collective_end_ns > 0 ? std::max<double>(0, (now_ns - m.last_collective_end_ns) * 1e-9)
+                                   : -1;
+  const GpuTimeTracker& gpu = r.consumer.gpu();
+  m.gpu_busy_s = gpu.busy_s();
+  m.gpu_compute_s = gpu.compute_s();
+  m.gpu_exposed_comm_s = gpu.exposed_comm_s();
+  m.gpu_idle_s = gpu.idle_s();
+}
+
+// Gauges, GPU sweeps, and forgetting finished ranks; the ranks still tracked go into `out`.
+void NodeMetricsReader::sweep_ranks(NodeSnapshot& out) {
   for (auto it = ranks_.begin(); it != ranks_.end();) {
     Rank& r = *it->second;
     RankMetrics& m = r.consumer.metrics();
@@ -158,31 +181,16 @@ NodeSnapshot NodeMetricsReader::poll() {
       it = ranks_.erase(it);
       continue;
     }
-    m.calls_in_flight = 0;
-    m.oldest_call_in_flight_s = 0;
-    for (const auto& slot : r.in_flight) {
-      ++m.calls_in_flight;
-      m.oldest_call_in_flight_s =
-          std::max(m.oldest_call_in_flight_s, (out.now_ns - slot.entry.t_enter_ns) * 1e-9);
-    }
-    m.has_kernel_timeline = r.consumer.has_gpu_timeline();
-    const int64_t launch = m.live ? r.consumer.oldest_pending_launch_ns() : 0;
-    m.oldest_nccl_kernel_pending_s =
-        launch > 0 ? std::max<double>(0, (out.now_ns - launch) * 1e-9) : 0;
-    m.seconds_since_last_collective =
-        m.last_collective_end_ns > 0
-            ? std::max<double>(0, (out.now_ns - m.last_collective_end_ns) * 1e-9)
-            : -1;
-    const GpuTimeTracker& gpu = r.consumer.gpu();
-    m.gpu_busy_s = gpu.busy_s();
-    m.gpu_compute_s = gpu.compute_s();
-    m.gpu_exposed_comm_s = gpu.exposed_comm_s();
-    m.gpu_idle_s = gpu.idle_s();
-    out.late_gpu_intervals += gpu.late_intervals();
+    update_gauges(r, out.now_ns);
+    out.late_gpu_intervals += r.consumer.gpu().late_intervals();
     out.unlinked_records += r.consumer.unlinked();
     out.ranks.push_back(m);
     ++it;
   }
+}
+
+// The node matchers' counts, with those of the jobs no longer tracked.
+void NodeMetricsReader::add_matcher_counts(NodeSnapshot& out) {
   // A job none of whose ranks is tracked any more takes its matcher with it (an exporter without
   // --job sees job after job on a node).
   // Its counts stay in the exporter's counters, which must never go down.
@@ -204,10 +212,22 @@ NodeSnapshot NodeMetricsReader::poll() {
     out.node_partial += matcher->partial();
     out.node_unmatched += matcher->unmatched();
   }
-  std::sort(out.ranks.begin(), out.ranks.end(), [](const RankMetrics& a, const RankMetrics& b) {
+}
+
+NodeSnapshot NodeMetricsReader::poll() {
+  NodeSnapshot snap;
+  snap.now_ns = trace::monotonic_ns();
+  snap.polls = ++polls_;
+  for (auto& [key, r] : ranks_) r->segment_seen = r->trace_seen = false;
+  read_segments(snap);
+  std::vector<Rank*> active = open_traces(snap);
+  read_new_records(active);
+  sweep_ranks(snap);
+  add_matcher_counts(snap);
+  std::sort(snap.ranks.begin(), snap.ranks.end(), [](const RankMetrics& a, const RankMetrics& b) {
     return std::tie(a.job, a.rank, a.host, a.pid) < std::tie(b.job, b.rank, b.host, b.pid);
   });
-  return out;
+  return snap;
 }
 
 void NodeMetricsReader::read_new_records(std::vector<Rank*>& active) {

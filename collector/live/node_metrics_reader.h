@@ -54,7 +54,14 @@ class NodeMetricsReader {
 
  private:
   struct Rank;
+  // The steps of a poll, in order.
+  Rank& rank_for(const format::ProcessInfo& process);
+  void read_segments(NodeSnapshot& snap);
+  std::vector<Rank*> open_traces(NodeSnapshot& snap);
   void read_new_records(std::vector<Rank*>& active);
+  void update_gauges(Rank& rank, int64_t now_ns);
+  void sweep_ranks(NodeSnapshot& snap);
+  void add_matcher_counts(NodeSnapshot& snap);
 
   ExporterOptions options_;
   std::map<std::pair<std::string, int64_t>, std::unique_ptr<Rank>> ranks_;  // (host, pid)
