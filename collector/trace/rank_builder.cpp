@@ -84,117 +84,145 @@ void RankBuilder::note_skipped(const char* reason) {
   skipped_.push_back({reason, 1, index_});
 }
 
-void RankBuilder::add_one(const format::Record& r) {
+namespace {
+
+// The sequence-number lane of a call: send and recv count per peer, everything else per comm.
+SeqUnwrapper::Lane lane_of(format::Func f) {
+  return f == format::Func::kSend   ? SeqUnwrapper::Lane::kSend
+         : f == format::Func::kRecv ? SeqUnwrapper::Lane::kRecv
+                                    : SeqUnwrapper::Lane::kCollective;
+}
+
+}  // namespace
+
+uint64_t RankBuilder::unwrap_seq(uint64_t comm, format::Func func, int32_t peer, uint32_t seq) {
+  const auto lane = lane_of(func);
+  return seqs_.unwrap(comm, lane, lane == SeqUnwrapper::Lane::kCollective ? -1 : peer, seq);
+}
+
+void RankBuilder::add_call(const format::CallRecord& c) {
+  model::CallEvent e;
+  e.enter_ns = c.t_enter_ns;
+  e.exit_ns = c.t_exit_ns;
+  e.comm_id = c.comm_id;
+  e.func = static_cast<format::Func>(c.prefix.u8a);
+  e.seq = unwrap_seq(c.comm_id, e.func, c.peer, c.seq);
+  e.count = c.count;
+  e.stream = model::fold_stream(c.stream);
+  e.peer = c.peer;
+  e.group_id = c.group_id;
+  e.datatype = c.datatype;
+  e.redop = c.redop;
+  e.result = static_cast<int8_t>(c.prefix.u8b);
+  e.flags = c.prefix.flags & static_cast<uint8_t>(~model::kCallNeverReturned);
+  trace_.calls.push_back(e);
+  note_returned({e.enter_ns, e.exit_ns, e.comm_id, e.seq, e.count, c.prefix.tid, e.peer, e.group_id,
+                 e.func, e.datatype, true, e.redop});
+}
+
+void RankBuilder::add_in_flight(const format::InFlightRecord& f) {
+  const auto& en = f.entry;
+  model::HookedCall h;
+  h.enter_ns = en.t_enter_ns;
+  h.exit_ns = f.t_seen_ns;
+  h.comm_id = en.comm_id;
+  h.func = static_cast<format::Func>(en.func);
+  if (format::is_collective(h.func) || format::is_p2p(h.func))
+    h.seq = unwrap_seq(en.comm_id, h.func, en.peer, en.seq);
+  h.count = en.count;
+  h.tid = f.prefix.tid;
+  h.peer = en.peer;
+  h.group_id = en.group_id;
+  h.datatype = en.datatype;
+  h.redop = en.redop;
+  h.returned = false;
+  in_flight_.push_back(h);
+  trace_.info.alive_until_ns = std::max(trace_.info.alive_until_ns, f.t_seen_ns);
+}
+
+void RankBuilder::add_comm(const format::CommRecord& c) {
+  returned_enters_.push_back(c.t_enter_ns);
+  note_returned({c.t_enter_ns, c.t_exit_ns, c.comm_id, 0,
+                 static_cast<uint64_t>(std::max(c.nranks, 0)), c.prefix.tid, c.rank, 0,
+                 static_cast<format::Func>(c.prefix.u8a), 0, true, 0});
+  if (c.prefix.u8b != 0 || c.comm_id == 0) return;  // failed init / NOCOLOR: no comm
+  if (comm_index_.contains(c.comm_id)) return;      // re-announced: the first one stands
+  comm_index_.emplace(c.comm_id, trace_.comms.size());
+  model::CommInfo ci;
+  ci.id = c.comm_id;
+  ci.parent = c.parent_id;
+  ci.handle = c.handle;
+  ci.nranks = c.nranks;
+  ci.rank = c.rank;
+  ci.device = c.device;
+  ci.created_by = static_cast<format::Func>(c.prefix.u8a);
+  ci.created_ns = c.t_enter_ns;
+  trace_.comms.push_back(std::move(ci));
+}
+
+void RankBuilder::add_identity(const format::IdentityRecord& id) {
+  // Later identity records refine earlier ones; unknown (-1) never erases a known value.
   auto& info = trace_.info;
+  if (id.rank >= 0) info.rank = id.rank;
+  if (id.world_size > 0) info.world_size = id.world_size;
+  if (id.local_rank >= 0) info.local_rank = id.local_rank;
+  if (id.device >= 0) info.device = id.device;
+  const std::string bus = bounded_string(id.pci_bus_id, sizeof id.pci_bus_id);
+  if (!bus.empty()) info.pci_bus_id = bus;
+}
+
+void RankBuilder::add_clock(const format::ClockRecord& c) {
+  // The anchor read in the narrowest window is the most precise; ties go to the latest.
+  auto& info = trace_.info;
+  info.alive_until_ns = std::max(info.alive_until_ns, c.monotonic_ns);
+  if (!have_clock_ || c.prefix.tid <= best_clock_window_) {
+    best_clock_window_ = c.prefix.tid;
+    have_clock_ = true;
+    info.wall_offset_ns = c.realtime_ns - c.monotonic_ns;
+  }
+}
+
+void RankBuilder::add_kernel(const format::KernelRecord& k) {
+  model::KernelEvent e;
+  e.start_ns = k.start_ns;
+  e.end_ns = k.end_ns;
+  e.stream = k.prefix.tid;
+  e.name = k.name_id;  // a string id until finish() maps it to a names index
+  e.correlation = k.correlation;
+  e.bytes = k.bytes;
+  e.device = k.prefix.u8b;
+  e.kind = static_cast<format::ActivityKind>(k.prefix.u8a);
+  e.nccl = (k.prefix.flags & format::kKernelIsNccl) != 0;
+  trace_.kernels.push_back(e);
+}
+
+// A hooked call that is not a CallEvent (group, comm end, GetUniqueId) returned.
+void RankBuilder::add_returned(int64_t enter_ns, int64_t exit_ns, uint64_t comm_id, uint32_t tid,
+                               uint32_t group_id, format::Func func) {
+  returned_enters_.push_back(enter_ns);
+  note_returned({enter_ns, exit_ns, comm_id, 0, 0, tid, -1, group_id, func, 0, true, 0});
+}
+
+void RankBuilder::add_one(const format::Record& r) {
   switch (r.prefix.kind) {
-    case RecordKind::kCall: {
-      const auto& c = r.call;
-      model::CallEvent e;
-      e.enter_ns = c.t_enter_ns;
-      e.exit_ns = c.t_exit_ns;
-      e.comm_id = c.comm_id;
-      e.func = static_cast<format::Func>(c.prefix.u8a);
-      const auto lane = e.func == format::Func::kSend   ? SeqUnwrapper::Lane::kSend
-                        : e.func == format::Func::kRecv ? SeqUnwrapper::Lane::kRecv
-                                                        : SeqUnwrapper::Lane::kCollective;
-      e.seq = seqs_.unwrap(c.comm_id, lane, lane == SeqUnwrapper::Lane::kCollective ? -1 : c.peer,
-                           c.seq);
-      e.count = c.count;
-      e.stream = model::fold_stream(c.stream);
-      e.peer = c.peer;
-      e.group_id = c.group_id;
-      e.datatype = c.datatype;
-      e.redop = c.redop;
-      e.result = static_cast<int8_t>(c.prefix.u8b);
-      e.flags = c.prefix.flags & static_cast<uint8_t>(~model::kCallNeverReturned);
-      trace_.calls.push_back(e);
-      note_returned({e.enter_ns, e.exit_ns, e.comm_id, e.seq, e.count, c.prefix.tid, e.peer,
-                     e.group_id, e.func, e.datatype, true, e.redop});
+    case RecordKind::kCall:
+      add_call(r.call);
       break;
-    }
-    case RecordKind::kInFlight: {
-      const auto& f = r.in_flight;
-      const auto& en = f.entry;
-      model::HookedCall h;
-      h.enter_ns = en.t_enter_ns;
-      h.exit_ns = f.t_seen_ns;
-      h.comm_id = en.comm_id;
-      h.func = static_cast<format::Func>(en.func);
-      if (format::is_collective(h.func) || format::is_p2p(h.func)) {
-        const auto lane = h.func == format::Func::kSend   ? SeqUnwrapper::Lane::kSend
-                          : h.func == format::Func::kRecv ? SeqUnwrapper::Lane::kRecv
-                                                          : SeqUnwrapper::Lane::kCollective;
-        h.seq = seqs_.unwrap(en.comm_id, lane,
-                             lane == SeqUnwrapper::Lane::kCollective ? -1 : en.peer, en.seq);
-      }
-      h.count = en.count;
-      h.tid = f.prefix.tid;
-      h.peer = en.peer;
-      h.group_id = en.group_id;
-      h.datatype = en.datatype;
-      h.redop = en.redop;
-      h.returned = false;
-      in_flight_.push_back(h);
-      info.alive_until_ns = std::max(info.alive_until_ns, f.t_seen_ns);
+    case RecordKind::kInFlight:
+      add_in_flight(r.in_flight);
       break;
-    }
-    case RecordKind::kComm: {
-      const auto& c = r.comm;
-      returned_enters_.push_back(c.t_enter_ns);
-      note_returned({c.t_enter_ns, c.t_exit_ns, c.comm_id, 0,
-                     static_cast<uint64_t>(std::max(c.nranks, 0)), c.prefix.tid, c.rank, 0,
-                     static_cast<format::Func>(c.prefix.u8a), 0, true, 0});
-      if (c.prefix.u8b != 0 || c.comm_id == 0) break;  // failed init / NOCOLOR: no comm
-      if (comm_index_.contains(c.comm_id)) break;      // re-announced: the first one stands
-      comm_index_.emplace(c.comm_id, trace_.comms.size());
-      model::CommInfo ci;
-      ci.id = c.comm_id;
-      ci.parent = c.parent_id;
-      ci.handle = c.handle;
-      ci.nranks = c.nranks;
-      ci.rank = c.rank;
-      ci.device = c.device;
-      ci.created_by = static_cast<format::Func>(c.prefix.u8a);
-      ci.created_ns = c.t_enter_ns;
-      trace_.comms.push_back(std::move(ci));
+    case RecordKind::kComm:
+      add_comm(r.comm);
       break;
-    }
-    case RecordKind::kIdentity: {
-      // Later identity records refine earlier ones; unknown (-1) never erases a known value.
-      const auto& id = r.identity;
-      if (id.rank >= 0) info.rank = id.rank;
-      if (id.world_size > 0) info.world_size = id.world_size;
-      if (id.local_rank >= 0) info.local_rank = id.local_rank;
-      if (id.device >= 0) info.device = id.device;
-      const std::string bus = bounded_string(id.pci_bus_id, sizeof id.pci_bus_id);
-      if (!bus.empty()) info.pci_bus_id = bus;
+    case RecordKind::kIdentity:
+      add_identity(r.identity);
       break;
-    }
-    case RecordKind::kClock: {
-      // The anchor read in the narrowest window is the most precise; ties go to the latest.
-      info.alive_until_ns = std::max(info.alive_until_ns, r.clock.monotonic_ns);
-      if (!have_clock_ || r.prefix.tid <= best_clock_window_) {
-        best_clock_window_ = r.prefix.tid;
-        have_clock_ = true;
-        info.wall_offset_ns = r.clock.realtime_ns - r.clock.monotonic_ns;
-      }
+    case RecordKind::kClock:
+      add_clock(r.clock);
       break;
-    }
-    case RecordKind::kKernel: {
-      const auto& k = r.kernel;
-      model::KernelEvent e;
-      e.start_ns = k.start_ns;
-      e.end_ns = k.end_ns;
-      e.stream = k.prefix.tid;
-      e.name = k.name_id;  // a string id until finish() maps it to a names index
-      e.correlation = k.correlation;
-      e.bytes = k.bytes;
-      e.device = k.prefix.u8b;
-      e.kind = static_cast<format::ActivityKind>(k.prefix.u8a);
-      e.nccl = (k.prefix.flags & format::kKernelIsNccl) != 0;
-      trace_.kernels.push_back(e);
+    case RecordKind::kKernel:
+      add_kernel(r.kernel);
       break;
-    }
     case RecordKind::kString:
       strings_.add(r.string);
       break;
@@ -215,19 +243,16 @@ void RankBuilder::add_one(const format::Record& r) {
       break;
     }
     case RecordKind::kGroup:  // group membership is on every call (group_id)
-      returned_enters_.push_back(r.group.t_enter_ns);
-      note_returned({r.group.t_enter_ns, r.group.t_exit_ns, 0, 0, 0, r.prefix.tid, -1,
-                     r.group.group_id, static_cast<format::Func>(r.prefix.u8a), 0, true, 0});
+      add_returned(r.group.t_enter_ns, r.group.t_exit_ns, 0, r.prefix.tid, r.group.group_id,
+                   static_cast<format::Func>(r.prefix.u8a));
       break;
     case RecordKind::kCommEnd:
-      returned_enters_.push_back(r.comm_end.t_enter_ns);
-      note_returned({r.comm_end.t_enter_ns, r.comm_end.t_exit_ns, r.comm_end.comm_id, 0, 0,
-                     r.prefix.tid, -1, 0, static_cast<format::Func>(r.prefix.u8a), 0, true, 0});
+      add_returned(r.comm_end.t_enter_ns, r.comm_end.t_exit_ns, r.comm_end.comm_id, r.prefix.tid, 0,
+                   static_cast<format::Func>(r.prefix.u8a));
       break;
     case RecordKind::kUniqueId:  // joins NCCL logs; not part of the model yet
-      returned_enters_.push_back(r.unique_id.t_enter_ns);
-      note_returned({r.unique_id.t_enter_ns, r.unique_id.t_exit_ns, 0, 0, 0, r.prefix.tid, -1, 0,
-                     format::Func::kGetUniqueId, 0, true, 0});
+      add_returned(r.unique_id.t_enter_ns, r.unique_id.t_exit_ns, 0, r.prefix.tid, 0,
+                   format::Func::kGetUniqueId);
       break;
     case RecordKind::kInvalid:
     case RecordKind::kCount:

@@ -36,6 +36,16 @@ class RankBuilder {
 
  private:
   void add_one(const format::Record& record);
+  // One per record kind that becomes part of the model (add_one dispatches).
+  void add_call(const format::CallRecord& call);
+  void add_in_flight(const format::InFlightRecord& in_flight);
+  void add_comm(const format::CommRecord& comm);
+  void add_identity(const format::IdentityRecord& identity);
+  void add_clock(const format::ClockRecord& clock);
+  void add_kernel(const format::KernelRecord& kernel);
+  void add_returned(int64_t enter_ns, int64_t exit_ns, uint64_t comm_id, uint32_t tid,
+                    uint32_t group_id, format::Func func);
+  uint64_t unwrap_seq(uint64_t comm, format::Func func, int32_t peer, uint32_t seq);
   void note_skipped(const char* reason);
   void note_returned(const model::HookedCall& call);
   void resolve_in_flight();
