@@ -112,20 +112,22 @@ struct InstancePass {
   }
 };
 
-}  // namespace
+// The setup both passes share: per rank its index, host id and step count; the used
+// instances' members grouped by rank in instance order.
+struct RankLayout {
+  std::vector<uint32_t> host_of;        // per rank: index into ArrivalStats::hosts
+  std::vector<std::size_t> nsteps;      // per rank: its plan's step count
+  std::vector<std::size_t> rank_begin;  // by_rank[rank_begin[r] .. rank_begin[r + 1]): rank r
+  std::vector<std::size_t> by_rank;     // member indices
+};
 
-// Two passes, each parallel and each combined in a fixed order, so the result does not depend on
-// the worker count: pass 1 per chunk of instances (what each instance says about its members and
-// hosts), pass 2 per rank over that rank's own members in instance order (its sums, its
-// lateness samples, its worst lateness per step — the first of equal ones).
-ArrivalStats ArrivalStats::of(const model::JobTrace& job, const model::MatchResult& match,
-                              const Arrivals& arrivals, const std::vector<RankOverlap>& overlaps,
-                              unsigned workers) {
-  ArrivalStats out;
+// Fills out.ranks' identity and out.hosts; returns each rank's host id and step count.
+void identify_ranks(const model::JobTrace& job, const std::vector<RankOverlap>& overlaps,
+                    ArrivalStats& out, RankLayout& layout) {
   const std::size_t nranks = job.ranks.size();
   out.ranks.resize(nranks);
-  std::vector<uint32_t> host_of(nranks, 0);
-  std::vector<std::size_t> nsteps(nranks, 0);
+  layout.host_of.assign(nranks, 0);
+  layout.nsteps.assign(nranks, 0);
   std::map<std::string, uint32_t> host_ids;
   for (std::size_t r = 0; r < nranks; ++r) {
     RankArrivalStats& s = out.ranks[r];
@@ -134,12 +136,17 @@ ArrivalStats ArrivalStats::of(const model::JobTrace& job, const model::MatchResu
     s.host = job.ranks[r].info.host;
     auto [it, inserted] = host_ids.emplace(s.host, static_cast<uint32_t>(out.hosts.size()));
     if (inserted) out.hosts.push_back({s.host, {}, 0, 0});
-    host_of[r] = it->second;
+    layout.host_of[r] = it->second;
     out.hosts[it->second].rank_indices.push_back(r);
-    if (r < overlaps.size()) nsteps[r] = overlaps[r].plan.steps.size();
+    if (r < overlaps.size()) layout.nsteps[r] = overlaps[r].plan.steps.size();
   }
-  // The used instances' members, grouped by rank in instance order (a counting sort).
-  std::vector<std::size_t> rank_begin(nranks + 1, 0);
+}
+
+// The used instances' members, grouped by rank in instance order (a counting sort).
+void group_members_by_rank(const model::MatchResult& match, const Arrivals& arrivals,
+                           std::size_t nranks, RankLayout& layout) {
+  std::vector<std::size_t>& rank_begin = layout.rank_begin;
+  rank_begin.assign(nranks + 1, 0);
   for (std::size_t i = 0; i < match.instances.size(); ++i) {
     if (!arrivals.instances[i].used) continue;
     const model::CollectiveInstance& inst = match.instances[i];
@@ -147,21 +154,22 @@ ArrivalStats ArrivalStats::of(const model::JobTrace& job, const model::MatchResu
       ++rank_begin[match.members[m].rank_index + 1];
   }
   for (std::size_t r = 0; r < nranks; ++r) rank_begin[r + 1] += rank_begin[r];
-  std::vector<std::size_t> by_rank(rank_begin[nranks]);
-  {
-    std::vector<std::size_t> fill(rank_begin.begin(), rank_begin.end() - 1);
-    for (std::size_t i = 0; i < match.instances.size(); ++i) {
-      if (!arrivals.instances[i].used) continue;
-      const model::CollectiveInstance& inst = match.instances[i];
-      for (std::size_t m = inst.first_member; m < inst.first_member + inst.nmembers; ++m)
-        by_rank[fill[match.members[m].rank_index]++] = m;
-    }
+  layout.by_rank.assign(rank_begin[nranks], 0);
+  std::vector<std::size_t> fill(rank_begin.begin(), rank_begin.end() - 1);
+  for (std::size_t i = 0; i < match.instances.size(); ++i) {
+    if (!arrivals.instances[i].used) continue;
+    const model::CollectiveInstance& inst = match.instances[i];
+    for (std::size_t m = inst.first_member; m < inst.first_member + inst.nmembers; ++m)
+      layout.by_rank[fill[match.members[m].rank_index]++] = m;
   }
+}
 
-  // Pass 1: chunks of instances, each with its own host counters and steady-wait sum.
-  const InstancePass pass{match, arrivals, overlaps, host_of, nsteps};
-  std::vector<MemberFacts> facts(match.members.size());
-  const std::size_t ninst = match.instances.size();
+// Pass 1: chunks of instances, each with its own host counters and steady-wait sum, combined in
+// chunk order. Returns the facts per member.
+std::vector<MemberFacts> run_instance_pass(const InstancePass& pass, std::size_t nmembers,
+                                           unsigned workers, ArrivalStats& out) {
+  std::vector<MemberFacts> facts(nmembers);
+  const std::size_t ninst = pass.match.instances.size();
   const std::size_t nchunks = std::min<std::size_t>(ninst, std::size_t{4} * workers);
   struct Chunk {
     int64_t steady_wait = 0;
@@ -174,7 +182,7 @@ ArrivalStats ArrivalStats::of(const model::JobTrace& job, const model::MatchResu
     std::vector<std::size_t> host_stamp(out.hosts.size(), std::numeric_limits<std::size_t>::max());
     std::vector<uint32_t> hosts_present;
     for (std::size_t i = c * ninst / nchunks; i < (c + 1) * ninst / nchunks; ++i) {
-      if (arrivals.instances[i].used)
+      if (pass.arrivals.instances[i].used)
         pass.run(i, facts, ch.steady_wait, ch.hosts, host_stamp, hosts_present);
     }
   });
@@ -186,73 +194,110 @@ ArrivalStats ArrivalStats::of(const model::JobTrace& job, const model::MatchResu
       out.hosts[h].last += ch.hosts[h].last;
     }
   }
+  return facts;
+}
 
-  // Pass 2: each rank over its own members.
-  trace::parallel_for(nranks, workers, [&](std::size_t r) {
-    RankArrivalStats& s = out.ranks[r];
-    const std::size_t k_steps = nsteps[r];
+// First call index of each of a rank's steps: a collective's position within its step.
+std::vector<uint32_t> step_first_calls(const RankOverlap* overlap, std::size_t k_steps) {
+  std::vector<uint32_t> first(k_steps, std::numeric_limits<uint32_t>::max());
+  if (!k_steps) return first;
+  const auto& soc = overlap->plan.step_of_call;
+  for (std::size_t c = 0; c < soc.size(); ++c) {
+    if (soc[c] >= 0 && static_cast<std::size_t>(soc[c]) < k_steps) {
+      auto& f = first[static_cast<std::size_t>(soc[c])];
+      f = std::min<uint32_t>(f, static_cast<uint32_t>(c));
+    }
+  }
+  return first;
+}
+
+// Pass 2 for one rank, over its own members in instance order: its sums, its lateness samples,
+// its worst lateness per step (the first of equal ones).
+struct RankPass {
+  const InstancePass& pass;
+  const RankLayout& layout;
+  const std::vector<MemberFacts>& facts;
+
+  void run(std::size_t r, RankArrivalStats& s) const {
+    const std::size_t k_steps = layout.nsteps[r];
     s.step_lateness_ns.assign(k_steps, std::numeric_limits<int64_t>::min());
     s.step_late_ordinal.assign(k_steps, 0);
     s.step_late_func.assign(k_steps, format::Func::kAllReduce);
     s.step_inflicted_ns.assign(k_steps, 0);
-    // First call index of each step: a collective's position within its step.
-    std::vector<uint32_t> step_first_call(k_steps, std::numeric_limits<uint32_t>::max());
-    if (k_steps) {
-      const auto& soc = overlaps[r].plan.step_of_call;
-      for (std::size_t c = 0; c < soc.size(); ++c) {
-        if (soc[c] >= 0 && static_cast<std::size_t>(soc[c]) < k_steps) {
-          auto& f = step_first_call[static_cast<std::size_t>(soc[c])];
-          f = std::min<uint32_t>(f, static_cast<uint32_t>(c));
-        }
-      }
-    }
+    const std::vector<uint32_t> step_first_call =
+        step_first_calls(k_steps ? &pass.overlaps[r] : nullptr, k_steps);
     std::vector<int64_t> lateness;
-    lateness.reserve(rank_begin[r + 1] - rank_begin[r]);
+    lateness.reserve(layout.rank_begin[r + 1] - layout.rank_begin[r]);
     double fair_sum = 0;
-    for (std::size_t j = rank_begin[r]; j < rank_begin[r + 1]; ++j) {
-      const std::size_t m = by_rank[j];
-      const model::InstanceMember& mem = match.members[m];
-      const MemberFacts& f = facts[m];
-      const model::CollectiveInstance& inst = match.instances[f.instance];
-      const InstanceArrival& ia = arrivals.instances[f.instance];
-      const int64_t late = sat_sub(arrivals.member_ns[m], ia.median_ns);
-      ++s.instances;
-      const auto func = static_cast<std::size_t>(inst.func);
-      if (func < std::size(s.func_counts)) ++s.func_counts[func];
-      if (ia.last_member >= 0) {
-        ++s.decided;
-        fair_sum += 1.0 / static_cast<double>(inst.nmembers);
-        if (static_cast<std::size_t>(ia.last_member) == m) {
-          ++s.last;
-          s.lateness_when_last_sum_ns =
-              sat_add(s.lateness_when_last_sum_ns, sat_sub(ia.last_ns, ia.median_ns));
-        }
-      }
-      s.lateness_sum_ns = sat_add(s.lateness_sum_ns, late);
-      lateness.push_back(late);
-      const int32_t step = pass.step_of(mem);
-      if (f.caused_ns > 0) {
-        s.inflicted_wait_ns = sat_add(s.inflicted_wait_ns, f.caused_ns);
-        if (step >= 0) {
-          auto& si = s.step_inflicted_ns[static_cast<std::size_t>(step)];
-          si = sat_add(si, f.caused_ns);
-        }
-      }
-      if (step >= 0 && late > s.step_lateness_ns[static_cast<std::size_t>(step)]) {
-        const auto k = static_cast<std::size_t>(step);
-        s.step_lateness_ns[k] = late;
-        const uint32_t first_call = step_first_call[k];
-        s.step_late_ordinal[k] = static_cast<uint16_t>(
-            std::min<uint32_t>(mem.call_index >= first_call ? mem.call_index - first_call + 1 : 1,
-                               std::numeric_limits<uint16_t>::max()));
-        s.step_late_func[k] = inst.func;
-      }
-    }
+    for (std::size_t j = layout.rank_begin[r]; j < layout.rank_begin[r + 1]; ++j)
+      add_member(layout.by_rank[j], step_first_call, s, lateness, fair_sum);
     if (s.instances) {
       s.fair_last_pct = s.decided ? 100.0 * fair_sum / static_cast<double>(s.decided) : 0.0;
       s.lateness_spread_ns = robust_spread(std::move(lateness));
     }
-  });
+  }
+
+  void add_member(std::size_t m, const std::vector<uint32_t>& step_first_call, RankArrivalStats& s,
+                  std::vector<int64_t>& lateness, double& fair_sum) const {
+    const model::MatchResult& match = pass.match;
+    const Arrivals& arrivals = pass.arrivals;
+    const model::InstanceMember& mem = match.members[m];
+    const MemberFacts& f = facts[m];
+    const model::CollectiveInstance& inst = match.instances[f.instance];
+    const InstanceArrival& ia = arrivals.instances[f.instance];
+    const int64_t late = sat_sub(arrivals.member_ns[m], ia.median_ns);
+    ++s.instances;
+    const auto func = static_cast<std::size_t>(inst.func);
+    if (func < std::size(s.func_counts)) ++s.func_counts[func];
+    if (ia.last_member >= 0) {
+      ++s.decided;
+      fair_sum += 1.0 / static_cast<double>(inst.nmembers);
+      if (static_cast<std::size_t>(ia.last_member) == m) {
+        ++s.last;
+        s.lateness_when_last_sum_ns =
+            sat_add(s.lateness_when_last_sum_ns, sat_sub(ia.last_ns, ia.median_ns));
+      }
+    }
+    s.lateness_sum_ns = sat_add(s.lateness_sum_ns, late);
+    lateness.push_back(late);
+    const int32_t step = pass.step_of(mem);
+    if (f.caused_ns > 0) {
+      s.inflicted_wait_ns = sat_add(s.inflicted_wait_ns, f.caused_ns);
+      if (step >= 0) {
+        auto& si = s.step_inflicted_ns[static_cast<std::size_t>(step)];
+        si = sat_add(si, f.caused_ns);
+      }
+    }
+    if (step >= 0 && late > s.step_lateness_ns[static_cast<std::size_t>(step)]) {
+      const auto k = static_cast<std::size_t>(step);
+      s.step_lateness_ns[k] = late;
+      const uint32_t first_call = step_first_call[k];
+      s.step_late_ordinal[k] = static_cast<uint16_t>(
+          std::min<uint32_t>(mem.call_index >= first_call ? mem.call_index - first_call + 1 : 1,
+                             std::numeric_limits<uint16_t>::max()));
+      s.step_late_func[k] = inst.func;
+    }
+  }
+};
+
+}  // namespace
+
+// Two passes, each parallel and each combined in a fixed order, so the result does not depend on
+// the worker count: pass 1 per chunk of instances (what each instance says about its members and
+// hosts), pass 2 per rank over that rank's own members in instance order.
+ArrivalStats ArrivalStats::of(const model::JobTrace& job, const model::MatchResult& match,
+                              const Arrivals& arrivals, const std::vector<RankOverlap>& overlaps,
+                              unsigned workers) {
+  ArrivalStats out;
+  const std::size_t nranks = job.ranks.size();
+  RankLayout layout;
+  identify_ranks(job, overlaps, out, layout);
+  group_members_by_rank(match, arrivals, nranks, layout);
+  const InstancePass pass{match, arrivals, overlaps, layout.host_of, layout.nsteps};
+  const std::vector<MemberFacts> facts =
+      run_instance_pass(pass, match.members.size(), workers, out);
+  const RankPass rank_pass{pass, layout, facts};
+  trace::parallel_for(nranks, workers, [&](std::size_t r) { rank_pass.run(r, out.ranks[r]); });
   std::vector<int64_t> spreads;
   for (const RankArrivalStats& s : out.ranks) {
     if (s.instances) spreads.push_back(s.lateness_spread_ns);

@@ -171,25 +171,30 @@ const char* to_string(PatternRow row) {
   return "not-judged";
 }
 
-PatternVerdict PatternVerdict::judge(const model::JobTrace& job,
-                                     const std::vector<RankBreakdown>& ranks,
-                                     const StragglerResult& stragglers) {
-  PatternVerdict v;
-  const std::vector<const RankBreakdown*> gpu = gpu_timed(ranks);
-  v.gpu_ranks = gpu.size();
+namespace {
+
+// The job means over the GPU-timed ranks' steady steps, as shares of the step.
+struct JobTimes {
   StepTimes total;
   std::size_t rank_steps = 0;
+  int64_t step_ns = 0;  // mean step
+};
+
+JobTimes job_times(const std::vector<const RankBreakdown*>& gpu) {
+  JobTimes t;
   for (const RankBreakdown* r : gpu) {
-    total += r->steady;
-    rank_steps += r->steady_steps;
+    t.total += r->steady;
+    t.rank_steps += r->steady_steps;
   }
+  t.step_ns = t.rank_steps ? t.total.step_ns / static_cast<int64_t>(t.rank_steps) : 0;
+  return t;
+}
+
+void fill_shares(const StepTimes& total, PatternVerdict& v) {
   v.smi_pct = 100.0 * share(total.smi_busy_ns(), total.step_ns);
   v.useful_pct = 100.0 * share(total.compute_ns, total.step_ns);
   v.boundary_idle_pct = 100.0 * share(total.idle_step_boundary_ns, total.step_ns);
   v.comm_drop_pct = 100.0 * share(total.exposed_ns() + total.idle_before_comm_ns, total.step_ns);
-  const int64_t step_ns = rank_steps ? total.step_ns / static_cast<int64_t>(rank_steps) : 0;
-
-  v.multi_node = host_count(job) >= 2;
   v.exposed_pct = 100.0 * share(total.exposed_ns(), total.step_ns);
   v.exposed_wait_pct = 100.0 * share(total.exposed_wait_ns, total.step_ns);
   v.exposed_transfer_pct = 100.0 * share(total.exposed_transfer_ns, total.step_ns);
@@ -197,113 +202,125 @@ PatternVerdict PatternVerdict::judge(const model::JobTrace& job,
   v.idle_pct = 100.0 * share(total.idle_ns(), total.step_ns);
   v.idle_before_comm_pct = 100.0 * share(total.idle_before_comm_ns, total.step_ns);
   v.idle_other_pct = 100.0 * share(total.idle_other_ns, total.step_ns);
-  v.kernels_per_step = static_cast<double>(total.kernels) /
-                       static_cast<double>(std::max<std::size_t>(1, rank_steps));
+}
 
-  // The job-wide stalls (every rank idles at the step boundary, every step or at a save
-  // interval) are judged first: when they hold, a straggler whose lateness is small next to the
-  // stall is the stall's uneven tail (one rank's data arriving a bit later), not a bad GPU or
-  // node, and is named as a side note.
-  std::vector<std::size_t> spikes, all_spikes;
-  std::size_t spacing = 0, steady = 0;
-  double saw = 0;
+// A job-wide stall: every rank idles at the step boundary at a save interval (checkpoint) or in
+// most steps (dataloader).
+struct JobStall {
+  std::vector<std::size_t> spikes;  // checkpoint: the spike steps on the spacing (0-based)
+  std::size_t spacing = 0;
+  double sawtooth_share = 0;
   bool checkpoint = false;
   int64_t stall_ns = 0;  // the stall per affected step
-  if (!gpu.empty()) {
-    all_spikes = save_spikes(gpu, step_ns);
-    spacing = periodic_subset(all_spikes, spikes);
-    steady = rank_steps / gpu.size();
-    saw = sawtooth_share(gpu);
-    checkpoint = spacing > 1 && 2 * all_spikes.size() <= steady;
-    if (checkpoint) {
-      int64_t idle = 0, n = 0;
-      for (const RankBreakdown* r : gpu) {
-        for (const StepBreakdown& st : r->steps) {
-          if (!st.warmup && std::binary_search(spikes.begin(), spikes.end(), st.index)) {
-            idle += st.times.idle_step_boundary_ns;
-            ++n;
-          }
-        }
-      }
-      stall_ns = n ? idle / n : 0;
-    } else if (saw >= kMostRanks) {
-      stall_ns =
-          total.idle_step_boundary_ns / static_cast<int64_t>(std::max<std::size_t>(1, rank_steps));
-    }
-  }
-  v.stall_ns = stall_ns;
-  v.sawtooth_rank_share = saw;
-  // The front straggler is the stall's uneven tail: named as a side note of the stall's row.
-  v.straggler_is_side_note = !stragglers.stragglers.empty() && stall_ns > 0 &&
-                             stragglers.stragglers.front().lateness_when_last_ns <
-                                 kMinorLateness * static_cast<double>(stall_ns);
+};
 
-  // 1. One GPU or node lagging the rest (the straggler analysis decides who).
-  if (!stragglers.stragglers.empty() && !v.straggler_is_side_note) {
-    v.row = PatternRow::kLagging;
-    v.severity = model::Severity::kWarning;
-    return v;
-  }
-  if (gpu.empty()) {
-    v.row = PatternRow::kNotJudged;
-    return v;
-  }
-
-  // 2. Sawtooth aligned with save intervals: a few steps, evenly spaced, stall on every rank.
-  if (checkpoint) {
-    v.row = PatternRow::kCheckpoint;
-    v.severity = model::Severity::kWarning;
-    v.period_steps = spacing;
-    int64_t spike_idle = 0, other_idle = 0;
-    std::size_t ns = 0, no = 0;
-    for (const RankBreakdown* r : gpu) {
-      for (const StepBreakdown& s : r->steps) {
-        if (s.warmup) continue;
-        if (std::binary_search(spikes.begin(), spikes.end(), s.index)) {
-          spike_idle += s.times.idle_step_boundary_ns, ++ns;
-        } else {
-          other_idle += s.times.idle_step_boundary_ns, ++no;
-        }
+// Mean boundary idle over the steady steps that are (or are not) in `spikes`, and their count.
+std::pair<int64_t, std::size_t> boundary_idle(const std::vector<const RankBreakdown*>& gpu,
+                                              const std::vector<std::size_t>& spikes,
+                                              bool in_spikes) {
+  int64_t idle = 0;
+  std::size_t n = 0;
+  for (const RankBreakdown* r : gpu) {
+    for (const StepBreakdown& s : r->steps) {
+      if (!s.warmup && std::binary_search(spikes.begin(), spikes.end(), s.index) == in_spikes) {
+        idle += s.times.idle_step_boundary_ns;
+        ++n;
       }
     }
-    for (std::size_t s : spikes) v.spike_steps.push_back(s + 1);
-    v.spike_idle_ns =
-        static_cast<double>(spike_idle) / static_cast<double>(std::max<std::size_t>(1, ns));
-    v.other_idle_ns =
-        static_cast<double>(other_idle) / static_cast<double>(std::max<std::size_t>(1, no));
-    return v;
   }
+  return {idle, n};
+}
 
-  // 3. Sawtooth every step: the host feeds the GPU too slowly.
-  if (saw >= kMostRanks) {
-    v.row = PatternRow::kDataloader;
-    v.severity = model::Severity::kWarning;
-    return v;
+JobStall find_stall(const std::vector<const RankBreakdown*>& gpu, const JobTimes& t) {
+  JobStall st;
+  if (gpu.empty()) return st;
+  const std::vector<std::size_t> all_spikes = save_spikes(gpu, t.step_ns);
+  st.spacing = periodic_subset(all_spikes, st.spikes);
+  const std::size_t steady = t.rank_steps / gpu.size();
+  st.sawtooth_share = sawtooth_share(gpu);
+  st.checkpoint = st.spacing > 1 && 2 * all_spikes.size() <= steady;
+  if (st.checkpoint) {
+    const auto [idle, n] = boundary_idle(gpu, st.spikes, true);
+    st.stall_ns = n ? idle / static_cast<int64_t>(n) : 0;
+  } else if (st.sawtooth_share >= kMostRanks) {
+    st.stall_ns = t.total.idle_step_boundary_ns /
+                  static_cast<int64_t>(std::max<std::size_t>(1, t.rank_steps));
   }
+  return st;
+}
 
+// The checkpoint row's evidence: the spike steps, their spacing, boundary idle on and off them.
+void fill_checkpoint(const std::vector<const RankBreakdown*>& gpu, const JobStall& st,
+                     PatternVerdict& v) {
+  v.period_steps = st.spacing;
+  const auto [spike_idle, ns] = boundary_idle(gpu, st.spikes, true);
+  const auto [other_idle, no] = boundary_idle(gpu, st.spikes, false);
+  for (std::size_t s : st.spikes) v.spike_steps.push_back(s + 1);
+  v.spike_idle_ns =
+      static_cast<double>(spike_idle) / static_cast<double>(std::max<std::size_t>(1, ns));
+  v.other_idle_ns =
+      static_cast<double>(other_idle) / static_cast<double>(std::max<std::size_t>(1, no));
+}
+
+// Rows 4 and 5 and the fallbacks, once no stall or straggler explains the job.
+PatternRow steady_shape(const model::JobTrace& job, const std::vector<const RankBreakdown*>& gpu,
+                        const StepTimes& total, PatternVerdict& v) {
   // 4. Useful work drops with every collective.
-  if (v.comm_drop_pct >= 100 * kCollectiveShare) {
-    v.row = PatternRow::kCollectiveDrops;
-    v.severity = model::Severity::kWarning;
-    return v;
-  }
-
+  if (v.comm_drop_pct >= 100 * kCollectiveShare) return PatternRow::kCollectiveDrops;
   // 5. Flat and low: idle spread between kernels, every step alike.
   v.step_spread_pct = step_spread(gpu);
   v.kernel_median_us = median_kernel_us(job, gpu);
   if (v.smi_pct < kWellTunedPct && total.idle_other_ns * 2 >= total.idle_ns() &&
       share(total.idle_other_ns, total.step_ns) >= kDropShare &&
       v.step_spread_pct <= kFlatSpreadPct) {
-    v.row = PatternRow::kFlatLow;
-    v.severity = model::Severity::kWarning;
-    return v;
+    return PatternRow::kFlatLow;
   }
-  if (v.useful_pct < kWellTunedPct) {
-    v.row = PatternRow::kNone;
-    v.severity = model::Severity::kWarning;
-    return v;
+  return v.useful_pct < kWellTunedPct ? PatternRow::kNone : PatternRow::kHealthy;
+}
+
+}  // namespace
+
+PatternVerdict PatternVerdict::judge(const model::JobTrace& job,
+                                     const std::vector<RankBreakdown>& ranks,
+                                     const StragglerResult& stragglers) {
+  PatternVerdict v;
+  const std::vector<const RankBreakdown*> gpu = gpu_timed(ranks);
+  v.gpu_ranks = gpu.size();
+  const JobTimes t = job_times(gpu);
+  fill_shares(t.total, v);
+  v.multi_node = host_count(job) >= 2;
+  v.kernels_per_step = static_cast<double>(t.total.kernels) /
+                       static_cast<double>(std::max<std::size_t>(1, t.rank_steps));
+
+  // The job-wide stalls (every rank idles at the step boundary, every step or at a save
+  // interval) are judged first: when they hold, a straggler whose lateness is small next to the
+  // stall is the stall's uneven tail (one rank's data arriving a bit later), not a bad GPU or
+  // node, and is named as a side note.
+  const JobStall st = find_stall(gpu, t);
+  v.stall_ns = st.stall_ns;
+  v.sawtooth_rank_share = st.sawtooth_share;
+  v.straggler_is_side_note = !stragglers.stragglers.empty() && st.stall_ns > 0 &&
+                             stragglers.stragglers.front().lateness_when_last_ns <
+                                 kMinorLateness * static_cast<double>(st.stall_ns);
+
+  // 1. One GPU or node lagging the rest (the straggler analysis decides who).
+  if (!stragglers.stragglers.empty() && !v.straggler_is_side_note) {
+    v.row = PatternRow::kLagging;
+  } else if (gpu.empty()) {
+    v.row = PatternRow::kNotJudged;
+  } else if (st.checkpoint) {
+    // 2. Sawtooth aligned with save intervals: a few steps, evenly spaced, stall on every rank.
+    v.row = PatternRow::kCheckpoint;
+    fill_checkpoint(gpu, st, v);
+  } else if (st.sawtooth_share >= kMostRanks) {
+    // 3. Sawtooth every step: the host feeds the GPU too slowly.
+    v.row = PatternRow::kDataloader;
+  } else {
+    v.row = steady_shape(job, gpu, t.total, v);
   }
-  v.row = PatternRow::kHealthy;
+  v.severity = v.row == PatternRow::kNotJudged || v.row == PatternRow::kHealthy
+                   ? model::Severity::kInfo
+                   : model::Severity::kWarning;
   return v;
 }
 
