@@ -384,21 +384,36 @@ if (document.body.dataset.status === "loading") document.body.dataset.status = "
 
 }  // namespace
 
-std::string HtmlReport::render(const model::Report& report) {
-  std::string data =
-      page_data(report).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  // Inside <script>, "</" could close the element: JSON allows "<\/" for it.
+// The page's data as JSON text that cannot leave or confuse its <script> element whatever the
+// strings hold: every '<' (so no "</script>", "<!--" or "<script" reaches the HTML parser, which
+// would end the element or swallow the rest of the page as script text), '>' and '&' are written
+// as JSON's \u escapes, and so are U+2028/U+2029 (line terminators to older JavaScript).
+// Outside strings JSON has none of these characters, so the text parses to the same value.
+std::string HtmlReport::script_safe_json(const nlohmann::json& data) {
+  const std::string text = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string safe;
-  safe.reserve(data.size());
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    if (data[i] == '<' && i + 1 < data.size() && data[i + 1] == '/') {
-      safe += "<\\/";
-      ++i;
+  safe.reserve(text.size() + text.size() / 16);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '<') {
+      safe += "\\u003c";
+    } else if (c == '>') {
+      safe += "\\u003e";
+    } else if (c == '&') {
+      safe += "\\u0026";
+    } else if (c == '\xe2' && i + 2 < text.size() && text[i + 1] == '\x80' &&
+               (text[i + 2] == '\xa8' || text[i + 2] == '\xa9')) {
+      safe += text[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
+      i += 2;
     } else {
-      safe += data[i];
+      safe += c;
     }
   }
-  return std::string(kPageHead) + safe + kPageTail;
+  return safe;
+}
+
+std::string HtmlReport::render(const model::Report& report) {
+  return std::string(kPageHead) + script_safe_json(page_data(report)) + kPageTail;
 }
 
 bool HtmlReport::write_file(const std::string& path, const model::Report& report,

@@ -32,6 +32,8 @@ class HtmlReport {
   // The aggregated data the page draws (exposed for tests).
   static nlohmann::json page_data(const model::Report& report);
   static std::string render(const model::Report& report);
+  // `data` as JSON text safe inside a <script> element (no '<', '>', '&', U+2028/2029 unescaped).
+  static std::string script_safe_json(const nlohmann::json& data);
   static bool write_file(const std::string& path, const model::Report& report, std::string& error);
 };
 

@@ -108,9 +108,26 @@ TEST(HtmlReport, JobOf4096RanksAnd10000StepsStaysAPageOfBoundedSize) {
 TEST(HtmlReport, DataCannotCloseTheScript) {
   model::Report r = synthetic(1, 1);
   r.findings.push_back({model::Severity::kInfo, "x", "</script><script>alert(1)</script>\xff"});
+  // `<!--<script>` would put the HTML parser into the script data double-escaped state: the
+  // rest of the page becomes script text.
+  r.json["job"] =
+      "<!--<script>a&b\xe2\x80\xa8"
+      "c\xe2\x80\xa9";
   const std::string page = HtmlReport::render(r);
-  EXPECT_EQ(page.find("</script><script>alert"), std::string::npos);
-  EXPECT_NE(page.find("<\\/script><script>alert(1)<\\/script>"), std::string::npos);
+  const std::size_t begin = page.find("<script type=\"application/json\" id=\"data\">");
+  ASSERT_NE(begin, std::string::npos);
+  const std::size_t data = page.find('>', begin) + 1;
+  const std::size_t end = page.find("</script>", data);
+  ASSERT_NE(end, std::string::npos);
+  const std::string text = page.substr(data, end - data);
+  for (const char* bad : {"<", ">", "&", "\xe2\x80\xa8", "\xe2\x80\xa9"})
+    EXPECT_EQ(text.find(bad), std::string::npos) << bad;
+  // The data parses back to the same strings (invalid UTF-8 replaced).
+  const json back = json::parse(text);
+  EXPECT_EQ(back["job"],
+            "<!--<script>a&b\xe2\x80\xa8"
+            "c\xe2\x80\xa9");
+  EXPECT_EQ(back["findings"][1]["text"], "</script><script>alert(1)</script>\xef\xbf\xbd");
   EXPECT_EQ(page.find("http://"), std::string::npos);
   EXPECT_EQ(page.find("https://"), std::string::npos);
 }
