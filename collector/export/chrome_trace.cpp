@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -135,6 +136,40 @@ int64_t base_of(const model::JobTrace& job, const model::ClockAlignment& clocks,
   return base == std::numeric_limits<int64_t>::max() ? 0 : base;
 }
 
+// ncclwatch's overlap over the kernels a Kineto reader keeps from this file, HTA's way: a kernel
+// counts when its launch (same correlation) is in the file and starts no later than the last
+// exported ProfilerStep ends (HTA with include_last_profiler_step); with fewer than 2 steps
+// every kernel counts (HTA then filters nothing). A GPU running behind the host runs kernels in
+// the window that were launched before it: they are exported, but no reader can tie them to a
+// launch. Ranks without kernels (lite mode: collectives timed by CUDA events) keep the figure of
+// everything exported.
+double reader_overlap(const model::RankTrace& r, const Window& w, const analysis::StepPlan& plan) {
+  if (r.kernels.empty()) return analysis::overlap_fraction(r, w.lo, w.hi);
+  std::size_t steps = 0;
+  int64_t last_step_end = std::numeric_limits<int64_t>::min();
+  for (const analysis::Interval& st : plan.steps) {
+    if (!w.overlaps(st.begin, st.end)) continue;
+    ++steps;
+    last_step_end = std::max(last_step_end, st.begin + std::max<int64_t>(0, st.length() - 1));
+  }
+  std::unordered_map<uint32_t, int64_t> launch_at;  // correlation -> earliest exported launch
+  for (const model::LaunchEvent& l : r.launches) {
+    if (!w.overlaps(l.enter_ns, l.exit_ns)) continue;
+    auto [it, fresh] = launch_at.emplace(l.correlation, l.enter_ns);
+    if (!fresh) it->second = std::min(it->second, l.enter_ns);
+  }
+  model::RankTrace kept;
+  for (const model::KernelEvent& k : r.kernels) {
+    if (k.end_ns < k.start_ns || !w.overlaps(k.start_ns, k.end_ns)) continue;
+    if (steps >= 2) {
+      const auto it = launch_at.find(k.correlation);
+      if (it == launch_at.end() || it->second > last_step_end) continue;
+    }
+    kept.kernels.push_back(k);
+  }
+  return analysis::overlap_fraction(kept, w.lo, w.hi);
+}
+
 void write_rank(Emitter& e, const model::RankTrace& r, std::size_t index, int64_t off,
                 const Window& w, const analysis::StepPlan& plan, std::size_t world,
                 ChromeTraceStats& stats) {
@@ -143,9 +178,9 @@ void write_rank(Emitter& e, const model::RankTrace& r, std::size_t index, int64_
       "process_name", pid, 0,
       fmt::format(R"({{"name":{}}})", json_string(fmt::format("rank {} ({})", pid, r.info.host))));
   e.meta("process_sort_index", pid, 0, fmt::format(R"({{"sort_index":{}}})", pid));
-  // ncclwatch's own comm/compute overlap over exactly the kernels exported here (HTA's
-  // definition), for checking a reader of this file against it.
-  const double overlap = analysis::overlap_fraction(r, w.lo, w.hi);
+  // ncclwatch's own comm/compute overlap over the kernels exported here that a reader keeps
+  // (HTA's definition and selection), for checking a reader of this file against it.
+  const double overlap = reader_overlap(r, w, plan);
   e.meta("process_labels", pid, 0,
          fmt::format(
              R"({{"labels":{},"rank":{},"world_size":{},"ncclwatch_overlap_pct":{}}})",

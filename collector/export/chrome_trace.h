@@ -16,7 +16,8 @@
 // Times are µs (3 decimals) on the reference host's clock (ClockAlignment), counted from the
 // earliest aligned timestamp of the job (baseTimeNanoseconds). distributedInfo carries the
 // world size and the first exported rank; every process_labels' args carry its own rank, world
-// size and ncclwatch_overlap_pct (ncclwatch's HTA-style overlap over the exported kernels).
+// size and ncclwatch_overlap_pct (ncclwatch's HTA-style overlap over the exported kernels a
+// reader ties to a launch in the file, launched before the last exported step ends).
 //
 // Written as it goes (one event at a time to a FILE*): memory stays bounded by the job model the
 // collector already holds. An optional window of steps [first, last] (1-based, each rank's own

@@ -141,20 +141,28 @@ void RankTraceBuilder::add_step_range(const TraceEvent& e, int64_t end) {
     trace_.ranges.push_back(r);
 }
 
-// CPU step ranges win: a GPU-side ProfilerStep annotation is kept only when no CPU step range
-// overlaps it (a trace that has only the GPU side, or a step whose CPU range was cut off).
-// Counting both would make 3 steps look like 5 and shift the steady-state window.
+// A GPU-side ProfilerStep#N annotation is the same step as the CPU range named ProfilerStep#N:
+// when the GPU runs behind the host it lies after that range (the last one after the last CPU
+// step ended), so neither its time nor its position may make it a step of its own — counting it
+// read 3 steps as 5. It stands in only for a step number that has no CPU range (a trace with
+// only the GPU side, a step whose CPU range was cut off), and only where no CPU step range
+// covers its time (its step would otherwise swallow a CPU step as "nested").
 void RankTraceBuilder::merge_gpu_steps() {
   if (gpu_steps_.empty()) return;
+  std::unordered_set<uint32_t> cpu_names;  // interned: the same name has the same id
   std::vector<std::pair<int64_t, int64_t>> cpu;
   cpu.reserve(trace_.ranges.size());
-  for (const auto& r : trace_.ranges) cpu.emplace_back(r.start_ns, r.end_ns);
+  for (const auto& r : trace_.ranges) {
+    cpu_names.insert(r.name);
+    cpu.emplace_back(r.start_ns, r.end_ns);
+  }
   std::sort(cpu.begin(), cpu.end());
   // Running maximum of the ends, so one binary search answers "does any CPU range overlap?".
   std::vector<int64_t> max_end(cpu.size());
   for (std::size_t i = 0; i < cpu.size(); ++i)
     max_end[i] = std::max(cpu[i].second, i > 0 ? max_end[i - 1] : INT64_MIN);
   for (const auto& g : gpu_steps_) {
+    if (cpu_names.count(g.name)) continue;
     // CPU ranges starting before the GPU range ends; any of them ending after it starts overlaps.
     const auto n = static_cast<std::size_t>(
         std::lower_bound(cpu.begin(), cpu.end(), std::make_pair(g.end_ns, INT64_MIN)) -

@@ -81,7 +81,8 @@ class RankTraceBuilder {
   std::vector<CommOp> ops_;
   std::vector<Annotation> annotations_;
   // ProfilerStep#N as a GPU-side annotation (gpu_user_annotation): Kineto writes these next to
-  // the CPU range of the same step; they count only where no CPU step range covers the time.
+  // the CPU range of the same step (later, when the GPU runs behind); one counts only for a step
+  // number with no CPU range, where no CPU step range covers its time (merge_gpu_steps).
   std::vector<model::RangeEvent> gpu_steps_;
   uint64_t bad_times_ = 0;
   std::string first_bad_time_;

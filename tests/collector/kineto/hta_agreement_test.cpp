@@ -10,9 +10,15 @@
 #include <cmath>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis/overlap.h"
+#include "export/chrome_trace.h"
 #include "kineto/hta_kernel_filter.h"
 #include "kineto/kineto_loader.h"
+#include "pipeline/pipeline.h"
+#include "synthetic_trace.h"
+#include "trace_files.h"
 
 namespace ncclwatch::kineto {
 namespace {
@@ -130,6 +136,48 @@ TEST(RealTraces, NcclDataLongestCollectiveMatchesHtasTest) {
   EXPECT_EQ(t->comms[0].name, "0");
   EXPECT_EQ(t->comms[0].nranks, 2);
   EXPECT_EQ(t->info.world_size, 2);
+}
+
+// The --trace export of a Kineto trace whose GPU runs behind the host (GPU-side ProfilerStep#N
+// after the CPU range of the same name, the last one after the last CPU step; the all-reduces
+// of the two steps before the trace still running at its start, their launches not in it): the
+// export has the 3 CPU steps, and HTA's kernel selection on the export (kernels launched up to
+// the end of the last ProfilerStep, ns timestamps, as scripts/hta_trace_check.py runs HTA) gives
+// the export's own ncclwatch_overlap_pct within 0.1 pp, which is the trace's known overlap. (The
+// `hta_kineto_lag_check` test runs HTA itself on such an export.)
+TEST(ExportOfKinetoTrace, GpuBehindTheHostKeepsTheStepsAndHtasOverlap) {
+  for (int64_t lag_us : {300, 600}) {
+    testing::SyntheticTraceSpec spec;
+    spec.steps = 3;
+    spec.gpu_step_annotations = true;
+    spec.gpu_lag_us = lag_us;
+    spec.unlaunched_steps = 2;
+    testing::TempDir tmp;
+    testing::write_file(tmp.path("rank0.json"), testing::synthetic_trace(spec));
+    model::JobTrace job = load_job({tmp.path("rank0.json")});
+    ASSERT_EQ(job.ranks.size(), 1u);
+    pipeline::PipelineOptions options;
+    options.link_gpu = false;
+    options.threads = 1;
+    const pipeline::PipelineResult result = pipeline::run_pipeline(job, options);
+    exporter::ChromeTraceStats stats;
+    std::string error;
+    ASSERT_TRUE(exporter::ChromeTraceWriter::write_file(tmp.path("export.json"), job, result.match,
+                                                        result.clock, {}, stats, error))
+        << error;
+    EXPECT_EQ(stats.steps, 3u) << "lag " << lag_us << " us";
+
+    const auto doc = nlohmann::json::parse(testing::read_file(tmp.path("export.json")));
+    double ours = NAN;
+    for (const auto& e : doc["traceEvents"])
+      if (e.value("name", "") == "process_labels") ours = e["args"]["ncclwatch_overlap_pct"];
+    EXPECT_NEAR(ours, testing::synthetic_overlap_pct(spec), 0.01) << "lag " << lag_us << " us";
+    std::vector<model::InputProblem> problems;
+    auto exported = load_rank(tmp.path("export.json"), problems);
+    ASSERT_TRUE(exported.has_value());
+    const double hta = pct(*exported, {.include_last_profiler_step = true, .round_to_us = false});
+    EXPECT_NEAR(hta, ours, kTolerancePp) << "lag " << lag_us << " us";
+  }
 }
 
 }  // namespace

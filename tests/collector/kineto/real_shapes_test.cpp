@@ -72,6 +72,40 @@ TEST(KinetoRealShapes, GpuStepAnnotationsDoNotDoubleTheSteps) {
   }
 }
 
+// When the GPU runs behind the host, the GPU-side ProfilerStep#N lies after the CPU range of
+// the same name (the last one after the last CPU step ended): it is the same step, whatever the
+// lag — 3 CPU steps stay 3 steps (were read as 4 or 5).
+TEST(KinetoRealShapes, GpuStepAnnotationsBehindTheHostAreTheSameSteps) {
+  for (int64_t lag_us : {100, 300, 600, 1000, 5000}) {
+    testing::SyntheticTraceSpec spec;
+    spec.steps = 3;
+    spec.gpu_step_annotations = true;
+    spec.gpu_lag_us = lag_us;
+    Loaded l = load_text(testing::synthetic_trace(spec));
+    ASSERT_TRUE(l.trace.has_value()) << problems_text(l);
+    ASSERT_EQ(l.trace->ranges.size(), 3u) << "lag " << lag_us << " us";
+    for (const auto& r : l.trace->ranges) EXPECT_EQ(r.tid, 2000u) << "lag " << lag_us << " us";
+    EXPECT_EQ(steps_of(*l.trace).steps.size(), 3u) << "lag " << lag_us << " us";
+  }
+}
+
+// A GPU-side range stands in for a step number that has no CPU range (the profiler cut the CPU
+// side of the last step off), when no CPU range covers its time.
+TEST(KinetoRealShapes, GpuStepAnnotationStandsInForAMissingCpuStep) {
+  testing::SyntheticTraceSpec spec;
+  spec.steps = 3;
+  spec.gpu_step_annotations = true;
+  spec.skip_cpu_step = 3;
+  Loaded l = load_text(testing::synthetic_trace(spec));
+  ASSERT_TRUE(l.trace.has_value()) << problems_text(l);
+  ASSERT_EQ(l.trace->ranges.size(), 3u);
+  EXPECT_EQ(l.trace->ranges[0].tid, 2000u);
+  EXPECT_EQ(l.trace->ranges[1].tid, 2000u);
+  EXPECT_EQ(l.trace->ranges[2].tid, 7u);
+  EXPECT_EQ(l.trace->name_of(l.trace->ranges[2].name), "ProfilerStep#3");
+  EXPECT_EQ(steps_of(*l.trace).steps.size(), 3u);
+}
+
 TEST(KinetoRealShapes, GpuStepAnnotationsServeWhenThereIsNoCpuRange) {
   testing::SyntheticTraceSpec spec;
   spec.steps = 3;

@@ -66,6 +66,16 @@ uint64_t write(std::FILE* f, std::string* s, const SyntheticTraceSpec& spec, uin
   for (int r = 0; r < spec.world_size; ++r) ranks += (r ? ", " : "") + std::to_string(r);
   ranks += "]";
   w.put("");
+  // Kernels launched before the trace began (no CPU op, no launch): the all-reduces of earlier
+  // steps, still running when the trace starts (their compute ran before it).
+  for (int step = -spec.unlaunched_steps; step < 0; ++step) {
+    const int64_t t0 = kBaseUs + step * step_length_us(spec) + spec.gpu_lag_us;
+    for (int j = 0; j < spec.allreduces_per_step; ++j, ++corr)
+      w.emit(
+          R"J({{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "pid": {}, "tid": 20, "ts": {}, "dur": {}, "args": {{"queued": 0, "device": {}, "context": 1, "stream": 20, "correlation": {}}}}})J",
+          spec.rank, ts(t0 + kNcclStartUs + kNcclPitchUs * j + spec.rank_delay_us, 0), kNcclUs,
+          spec.rank, corr);
+  }
   for (int step = 0;; ++step) {
     if (min_bytes == 0 && step >= spec.steps) break;
     if (min_bytes > 0 && w.bytes() >= min_bytes) break;
@@ -78,9 +88,9 @@ uint64_t write(std::FILE* f, std::string* s, const SyntheticTraceSpec& spec, uin
           spec.rank_delay_us;
       w.emit(
           R"J({{"ph": "X", "cat": "gpu_user_annotation", "name": "ProfilerStep#{}", "pid": {}, "tid": 7, "ts": {}, "dur": {}, "args": {{"External id": {}}}}})J",
-          step + 1, spec.rank, ts(t0 + 2, 0), gpu_end - t0 - 2, ext);
+          step + 1, spec.rank, ts(t0 + 2 + spec.gpu_lag_us, 0), gpu_end - t0 - 2, ext);
     }
-    if (spec.cpu_steps)
+    if (spec.cpu_steps && step + 1 != spec.skip_cpu_step)
       w.emit(
           R"J({{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"External id": {}, "Record function id": 0, "Ev Idx": {}}}}})J",
           step + 1, pid, tid, ts(t0 - 5, 0), step_length_us(spec) - 10, ext, ext);
@@ -99,10 +109,10 @@ uint64_t write(std::FILE* f, std::string* s, const SyntheticTraceSpec& spec, uin
           corr, pid, tid, ts(launch, 0));
       w.emit(
           R"J({{"ph": "X", "cat": "kernel", "name": "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_16x4_tn_align4>(cutlass_80_tensorop_s1688gemm_128x128_16x4_tn_align4::Params)", "pid": {}, "tid": 7, "ts": {}, "dur": {}, "args": {{"External id": {}, "queued": 0, "device": {}, "context": 1, "stream": 7, "correlation": {}, "registers per thread": 168, "shared memory": 73728, "blocks per SM": 1.2, "warps per SM": 9.6, "grid": [64, 8, 1], "block": [256, 1, 1], "est. achieved occupancy %": 12}}}})J",
-          spec.rank, ts(ks, 0), kKernelUs, ext, spec.rank, corr);
+          spec.rank, ts(ks + spec.gpu_lag_us, 0), kKernelUs, ext, spec.rank, corr);
       w.emit(
           R"J({{"ph": "f", "id": {}, "pid": {}, "tid": 7, "ts": {}, "cat": "ac2g", "name": "ac2g", "bp": "e"}})J",
-          corr, spec.rank, ts(ks, 0));
+          corr, spec.rank, ts(ks + spec.gpu_lag_us, 0));
       ++ext;
       ++corr;
     }
@@ -128,7 +138,8 @@ uint64_t write(std::FILE* f, std::string* s, const SyntheticTraceSpec& spec, uin
           pid, tid, ts(op + 2, 0), spec.pg_name.empty() ? corr : ext, corr);
       w.emit(
           R"J({{"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "pid": {}, "tid": 20, "ts": {}, "dur": {}, "args": {{"External id": {}, "queued": 0, "device": {}, "context": 1, "stream": 20, "correlation": {}, "registers per thread": 96, "shared memory": 0, "blocks per SM": 0.1, "warps per SM": 0.5, "grid": [16, 1, 1], "block": [512, 1, 1], "est. achieved occupancy %": 0}}}})J",
-          spec.rank, ts(ns, 0), kNcclUs, spec.pg_name.empty() ? corr : ext, spec.rank, corr);
+          spec.rank, ts(ns + spec.gpu_lag_us, 0), kNcclUs, spec.pg_name.empty() ? corr : ext,
+          spec.rank, corr);
       ++ext;
       ++corr;
     }

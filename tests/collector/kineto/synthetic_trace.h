@@ -24,6 +24,15 @@ struct SyntheticTraceSpec {
   // CUDA builds; `cpu_steps` = false leaves the CPU ranges out.
   bool gpu_step_annotations = false;
   bool cpu_steps = true;
+  // The GPU runs behind the host: every GPU event (kernels, the GPU-side step annotations) lies
+  // this much later than its launch would put it, so with a lag over a step the GPU-side
+  // ProfilerStep#N falls after the CPU range of the same name, the last after the last CPU step.
+  int64_t gpu_lag_us = 0;
+  int skip_cpu_step = 0;  // 1-based step whose CPU range is left out (0: none)
+  // The all-reduces of this many steps before the first one (launched before the profiler's
+  // active window, still running in it when the GPU lags): NCCL kernels with no launch in the
+  // trace, which HTA leaves out (synthetic_overlap_pct does too).
+  int unlaunched_steps = 0;
 };
 
 // Each step: compute kernels k*12 .. k*12+10 µs (from the step's start); NCCL kernel j of the
