@@ -3,10 +3,15 @@
 // commands only parse arguments and print: the logic they call lives in collector/.
 #pragma once
 
+#include <cstdio>
 #include <functional>
+#include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
+
+#include "model/message.h"
 
 namespace ncclwatch::tools {
 
@@ -25,5 +30,11 @@ struct Command {
 };
 
 const std::vector<const Command*>& commands();
+
+// One message on stderr through the one sink (model/message.h): "ncclwatch: TEXT".
+template <typename... Args>
+void say(fmt::format_string<Args...> format, Args&&... args) {
+  model::say(stderr, fmt::format(format, std::forward<Args>(args)...));
+}
 
 }  // namespace ncclwatch::tools

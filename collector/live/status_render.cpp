@@ -55,10 +55,14 @@ std::string render_status_text(const JobStatus& st) {
   gmtime_r(&secs, &t);
   int live = 0;
   for (const auto& r : st.ranks) live += r.live ? 1 : 0;
-  out += fmt::format(
-      "ncclwatch status: job {} at {:02}:{:02}:{:02} UTC: {} rank(s), {} live on this node\n",
-      st.job.empty() ? "?" : st.job, t.tm_hour, t.tm_min, t.tm_sec, st.ranks.size(), live);
-  if (st.ranks.empty()) out += "no segment in /dev/shm and no trace file found\n";
+  out += fmt::format("job {} at {:02}:{:02}:{:02} UTC: {} rank(s), {} live on this node\n",
+                     st.job.empty() ? "?" : st.job, t.tm_hour, t.tm_min, t.tm_sec, st.ranks.size(),
+                     live);
+  if (st.ranks.empty()) {  // no table without rows
+    out += "no segment in /dev/shm and no trace file found (yet)\n";
+    for (const auto& n : st.notes) out += "note: " + n + "\n";
+    return out;
+  }
   out += fmt::format("{:>5}  {:<16} {:>8}  {:<6}  {}\n", "rank", "host", "pid", "state",
                      "inside NCCL now (oldest call, age)");
   for (const auto& r : st.ranks) {

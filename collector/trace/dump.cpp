@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "model/losses.h"
+#include "model/message.h"
 #include "trace/record_check.h"
 #include "trace/record_json.h"
 #include "trace/record_names.h"
@@ -42,7 +43,7 @@ int dump_trace(const std::string& path, const DumpOptions& options, std::FILE* o
                std::FILE* err) {
   TraceFileReader reader;
   if (!reader.open(path)) {
-    fmt::print(err, "ncclwatch dump: {}: {}\n", path, reader.error());
+    model::say(err, fmt::format("{}: {}", path, reader.error()));
     return 1;
   }
   // Pass 1: names (string chunks may come after the records that use them).
@@ -82,24 +83,23 @@ int dump_trace(const std::string& path, const DumpOptions& options, std::FILE* o
   }
   if (std::fflush(out) != 0 || std::ferror(out)) {
     const int error = errno;
-    fmt::print(err, "ncclwatch dump: cannot write the output: {}\n",
-               error != 0 ? std::strerror(error) : "write error");
+    model::say(err, fmt::format("cannot write the output: {}",
+                                error != 0 ? std::strerror(error) : "write error"));
     return 1;
   }
-  for (const auto& w : reader.warnings()) fmt::print(err, "ncclwatch dump: {}: {}\n", path, w);
+  for (const auto& w : reader.warnings()) model::say(err, fmt::format("{}: {}", path, w));
   const auto& p = reader.header().process;
-  fmt::print(
-      err,
-      "ncclwatch dump: {}: {} records, {} printed, {} invalid; job '{}' host '{}' pid {} rank {}\n",
-      path, index, printed, invalid, bounded_string(p.job, sizeof p.job),
-      bounded_string(p.host, sizeof p.host), p.pid, p.rank);
+  model::say(err, fmt::format("{}: {} records, {} printed, {} invalid; job '{}' host '{}' pid {} "
+                              "rank {}",
+                              path, index, printed, invalid, bounded_string(p.job, sizeof p.job),
+                              bounded_string(p.host, sizeof p.host), p.pid, p.rank));
   // The file holds fewer records than the process made: say so next to the count.
   std::string lost;
   for (const auto& e : model::Losses::of(reader.header()).entries()) {
     if (e.count > 0)
       lost += fmt::format("{}{} {} {}", lost.empty() ? "" : "; ", e.label, e.count, e.unit);
   }
-  if (!lost.empty()) fmt::print(err, "ncclwatch dump: {}: lost: {}\n", path, lost);
+  if (!lost.empty()) model::say(err, fmt::format("{}: lost: {}", path, lost));
   return 0;
 }
 

@@ -3,39 +3,19 @@
 // with "ncclwatch: ".
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "cli_fixture.h"
 #include "gzip.h"
-#include "process.h"
 #include "synthetic_trace.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-using ncclwatch::test_support::CommandResult;
-using Result = CommandResult;
-
-class Cli : public ::testing::Test {
- protected:
-  // `ncclwatch ARGS` in root_, stdout and stderr captured; stdout may be redirected elsewhere.
-  Result cli(const std::string& args, const std::string& stdout_to = "") {
-    return ncclwatch::test_support::run_shell(
-        "cd " + root_.string() + " && " + NCCLWATCH_CLI + " " + args, root_, stdout_to);
-  }
-  // Every line on stderr is ours and starts with the prefix.
-  static void expect_prefixed(const std::string& err) {
-    std::istringstream in(err);
-    for (std::string line; std::getline(in, line);) {
-      if (line.empty()) continue;
-      EXPECT_EQ(line.rfind("ncclwatch: ", 0), 0u) << "unprefixed line: " << line;
-    }
-  }
-  ncclwatch::test_support::TempDir tmp_{"ncclwatch_cli"};
-  fs::path root_ = tmp_.path();
-};
+using ncclwatch::cli_test::Cli;
+using ncclwatch::cli_test::Result;
 
 TEST_F(Cli, HelpIsExitZero) {
   Result r = cli("--help");

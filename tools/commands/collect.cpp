@@ -41,10 +41,8 @@ ncclwatch::tools::Command collect_command{
         }
         std::fflush(stdout);
         if (failed != 0) {
-          std::fprintf(stderr,
-                       "ncclwatch collect: %d segment(s) could not be salvaged (left in place)\n",
-                       failed);
-          exit_code = 1;
+          ncclwatch::tools::say("{} segment(s) could not be salvaged (left in place)", failed);
+          exit_code = ncclwatch::tools::kExitError;
         }
       });
     }};

@@ -31,8 +31,8 @@ ncclwatch::tools::Command dump_command{
         std::string error;
         const auto kinds = ncclwatch::trace::parse_kinds(args->kinds, error);
         if (!kinds) {
-          std::fprintf(stderr, "ncclwatch dump: %s\n", error.c_str());
-          exit_code = 2;
+          ncclwatch::tools::say("--kinds: {}", error);
+          exit_code = ncclwatch::tools::kExitUsage;
           return;
         }
         options.kinds = *kinds;

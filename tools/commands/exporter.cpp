@@ -16,12 +16,14 @@
 #include <prometheus/text_serializer.h>
 
 #include "command.h"
+#include "live/listen_address.h"
 #include "live/metrics_collectable.h"
 #include "live/node_metrics_reader.h"
 
 namespace {
 
 using ncclwatch::live::HistogramScope;
+using ncclwatch::tools::say;
 
 struct ExporterArgs {
   ncclwatch::live::ExporterOptions options;
@@ -51,8 +53,14 @@ ncclwatch::tools::Command exporter_command{
                       "This node's host name as the shim records it (default: hostname; "
                       "NCCLWATCH_HOST overrides it in the shim)");
       sub->add_option("--listen", args->listen,
-                      "ADDR:PORT to serve on (default 127.0.0.1:9717, loopback only; port 0 "
-                      "picks a free one, printed on stdout)");
+                      "ADDR:PORT to serve on (default 127.0.0.1:9717, loopback only; IPv6 as "
+                      "[::1]:9717; port 0 picks a free one, printed on stdout)")
+          ->check(CLI::Validator(
+              [](std::string& text) {
+                std::string error;
+                return ncclwatch::live::parse_listen_address(text, error) ? std::string() : error;
+              },
+              "ADDR:PORT"));
       sub->add_option("--interval", args->interval_s, "Seconds between polls (default 1)")
           ->check(CLI::Range(0.05, 3600.0));
       sub->add_option("--histograms", args->histograms,
@@ -74,27 +82,37 @@ ncclwatch::tools::Command exporter_command{
           reader.poll();
           std::this_thread::sleep_for(std::chrono::seconds(1));
           auto snap = reader.poll();
-          for (const auto& n : snap.notes)
-            std::fprintf(stderr, "ncclwatch exporter: %s\n", n.c_str());
+          for (const auto& n : snap.notes) say("{}", n);
           prometheus::TextSerializer().Serialize(
               std::cout, ncclwatch::live::MetricsCollectable::families(snap, scope));
           std::cout.flush();
-          exit_code = std::cout ? 0 : 1;
+          if (!std::cout) say("cannot write the metrics to standard output");
+          exit_code = std::cout ? ncclwatch::tools::kExitOk : ncclwatch::tools::kExitError;
+          return;
+        }
+        // Said in our words first: the server's own error for a busy port is "null context
+        // when constructing CivetServer".
+        std::string error;
+        const auto address = ncclwatch::live::parse_listen_address(args->listen, error);
+        if (address) error = ncclwatch::live::try_bind(*address);
+        if (!error.empty()) {
+          say("{}", error);
+          exit_code = ncclwatch::tools::kExitError;
           return;
         }
         std::unique_ptr<prometheus::Exposer> exposer;
         try {
           exposer = std::make_unique<prometheus::Exposer>(args->listen, 2);
         } catch (const std::exception& e) {
-          std::fprintf(stderr, "ncclwatch exporter: cannot listen on %s: %s\n",
-                       args->listen.c_str(), e.what());
-          exit_code = 1;
+          say("cannot listen on {}: {}", args->listen, e.what());
+          exit_code = ncclwatch::tools::kExitError;
           return;
         }
         exposer->RegisterCollectable(collectable);
         const auto ports = exposer->GetListeningPorts();
         const std::string addr = args->listen.substr(0, args->listen.rfind(':'));
-        std::printf("ncclwatch exporter: serving http://%s:%d/metrics\n", addr.c_str(),
+        // On stdout (scripts read the port from it), in the words of every other message.
+        std::printf("ncclwatch: serving http://%s:%d/metrics\n", addr.c_str(),
                     ports.empty() ? 0 : ports.front());
         std::fflush(stdout);
         struct sigaction sa {};
@@ -105,8 +123,7 @@ ncclwatch::tools::Command exporter_command{
         while (!g_stop.load()) {
           auto snap = reader.poll();
           for (const auto& n : snap.notes) {
-            if (said.size() < 10000 && said.insert(n).second)
-              std::fprintf(stderr, "ncclwatch exporter: %s\n", n.c_str());
+            if (said.size() < 10000 && said.insert(n).second) say("{}", n);
           }
           collectable->publish(std::move(snap));
           const auto until =

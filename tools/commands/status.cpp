@@ -17,6 +17,8 @@
 
 namespace {
 
+using ncclwatch::tools::say;
+
 struct StatusArgs {
   ncclwatch::live::StatusOptions options;
   std::string json_path;
@@ -48,6 +50,19 @@ ncclwatch::tools::Command status_command{
         const bool tty = ::isatty(STDOUT_FILENO) != 0;
         for (bool first = true;; first = false) {
           const auto st = reader.read();
+          // Nothing to show, once: said as such, no empty table, and an error status (a script
+          // polling for its job must not read "no job" as "all well"). --watch waits for one.
+          if (st.ranks.empty() && args->watch_s <= 0) {
+            for (const auto& n : st.notes) say("{}", n);
+            say("no ncclwatch job found{}: no segment of it in /dev/shm{}",
+                args->options.job.empty() ? "" : " named " + args->options.job,
+                args->options.dir.empty() ? " (give the trace directory with --dir DIR)"
+                                          : " and no trace file in " + args->options.dir);
+            if (!args->json_path.empty() && !write_json(args->json_path, st))
+              say("cannot write {}", args->json_path);
+            exit_code = ncclwatch::tools::kExitError;
+            return;
+          }
           const std::string text = ncclwatch::live::render_status_text(st);
           if (args->watch_s > 0 && tty) {
             std::fputs("\x1b[H\x1b[2J", stdout);  // home + clear, like top
@@ -57,8 +72,8 @@ ncclwatch::tools::Command status_command{
           std::fputs(text.c_str(), stdout);
           std::fflush(stdout);
           if (!args->json_path.empty() && !write_json(args->json_path, st)) {
-            std::fprintf(stderr, "ncclwatch status: cannot write %s\n", args->json_path.c_str());
-            exit_code = 1;
+            say("cannot write {}", args->json_path);
+            exit_code = ncclwatch::tools::kExitError;
             return;
           }
           if (args->watch_s <= 0) break;

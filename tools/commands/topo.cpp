@@ -26,9 +26,7 @@ int run_topo(const TopoArgs& args) {
     std::error_code ec;
     if (std::filesystem::is_directory(in, ec)) {
       auto found = ncclwatch::topology::find_logs(in);
-      if (found.empty())
-        std::fprintf(stderr, "ncclwatch: %s: no NCCL logs or dumps in this directory\n",
-                     in.c_str());
+      if (found.empty()) ncclwatch::tools::say("{}: no NCCL logs or dumps in this directory", in);
       logs.insert(logs.end(), found.begin(), found.end());
     } else if (std::filesystem::exists(in, ec)) {
       logs.push_back(in);
@@ -48,15 +46,15 @@ int run_topo(const TopoArgs& args) {
     // Names parsed from logs may hold any bytes: invalid UTF-8 becomes U+FFFD, never a throw.
     out << report.json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     if (!out) {
-      std::fprintf(stderr, "ncclwatch: cannot write %s\n", args.json.c_str());
+      ncclwatch::tools::say("cannot write {}", args.json);
       return 1;
     }
   }
   if (!recognised) {
-    std::fprintf(stderr,
-                 "ncclwatch: no NCCL log recognised in %zu input(s): no NCCL INFO line, no NCCL "
-                 "topology/graph XML dump\n",
-                 logs.size());
+    ncclwatch::tools::say(
+        "no NCCL log recognised in {} input(s): no NCCL INFO line, no NCCL topology/graph XML "
+        "dump",
+        logs.size());
     return 1;
   }
   // Exit status for scripts: 3 when a warning or worse was found, 1 when nothing in the input was

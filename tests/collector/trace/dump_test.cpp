@@ -153,7 +153,7 @@ TEST(Dump, OutputThatCannotBeWrittenIsAnError) {
   std::fclose(full);
   const std::string text = slurp(err);
   EXPECT_EQ(rc, 1);
-  EXPECT_NE(text.find("ncclwatch dump: cannot write the output: No space left on device"),
+  EXPECT_NE(text.find("ncclwatch: cannot write the output: No space left on device"),
             std::string::npos)
       << text;
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
