@@ -285,6 +285,12 @@ bool StepWindow::parse(const std::string& text, StepWindow& out) {
   return number(tail, out.last) && out.last >= out.first;
 }
 
+std::string StepWindow::text() const {
+  if (first == 0) return "";
+  if (last == 0) return fmt::format("{}:", first);
+  return first == last ? fmt::format("{}", first) : fmt::format("{}:{}", first, last);
+}
+
 bool ChromeTraceWriter::write(std::FILE* out, const model::JobTrace& job,
                               const model::MatchResult& match, const model::ClockAlignment& clocks,
                               const std::vector<analysis::StepPlan>& plans, StepWindow window,
@@ -363,9 +369,22 @@ bool ChromeTraceWriter::write_file(const std::string& path, const model::JobTrac
                                    ChromeTraceStats& stats, std::string& error) {
   std::vector<analysis::StepPlan> plans;
   plans.reserve(job.ranks.size());
+  uint64_t steps_in_job = 0;
   for (const model::RankTrace& r : job.ranks) {
     const analysis::RankActivity a = analysis::RankActivity::of(r);
     plans.push_back(analysis::StepDetector::detect(r, a.first_ns, a.last_ns));
+    steps_in_job = std::max<uint64_t>(steps_in_job, plans.back().steps.size());
+  }
+  stats = {};
+  stats.steps_in_job = steps_in_job;
+  // An empty window is a mistake to say, not an empty timeline to write.
+  if (window.first > steps_in_job) {
+    error = steps_in_job == 0
+                ? fmt::format("--steps {} selects nothing: no steps were found in this job",
+                              window.text())
+                : fmt::format("--steps {} selects nothing: the job has {} steps (1-{})",
+                              window.text(), steps_in_job, steps_in_job);
+    return false;
   }
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
@@ -373,6 +392,7 @@ bool ChromeTraceWriter::write_file(const std::string& path, const model::JobTrac
     return false;
   }
   bool ok = write(f, job, match, clocks, plans, window, stats, error);
+  stats.steps_in_job = steps_in_job;
   if (std::fclose(f) != 0 && ok) {
     error = fmt::format("{}: {}", path, std::strerror(errno));
     ok = false;

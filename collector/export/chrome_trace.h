@@ -41,6 +41,7 @@ struct StepWindow {
   std::size_t last = 0;   // inclusive
   // "A:B", "A:" (to the end), "A" (one step); false when malformed.
   static bool parse(const std::string& text, StepWindow& out);
+  std::string text() const;  // as parse() reads it ("" for no window)
 };
 
 struct ChromeTraceStats {
@@ -49,12 +50,14 @@ struct ChromeTraceStats {
   uint64_t calls = 0;
   uint64_t flows = 0;
   uint64_t steps = 0;
+  uint64_t steps_in_job = 0;  // the most steps any rank has (what a StepWindow can select from)
 };
 
 class ChromeTraceWriter {
  public:
   // `plans` per JobTrace::ranks index (steps for the ProfilerStep ranges and the window).
-  // Returns false (and `error`) when writing fails.
+  // Returns false (and `error`) when writing fails. write_file also refuses, without creating the
+  // file, a window that selects no step of any rank (stats.steps_in_job says how many there are).
   static bool write(std::FILE* out, const model::JobTrace& job, const model::MatchResult& match,
                     const model::ClockAlignment& clocks,
                     const std::vector<analysis::StepPlan>& plans, StepWindow window,

@@ -12,6 +12,7 @@
 
 #include "export/chrome_trace.h"
 #include "export/html_report.h"
+#include "model/message.h"
 #include "pipeline/pipeline.h"
 #include "report/json_renderer.h"
 #include "report/text_renderer.h"
@@ -128,14 +129,24 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
       std::string error;
       if (exporter::ChromeTraceWriter::write_file(req.trace_path, job, result.match, result.clock,
                                                   steps, stats, error)) {
+        const std::string window =
+            steps.first == 0
+                ? ""
+                : fmt::format(", steps {}-{} of {}", steps.first,
+                              steps.last == 0 ? stats.steps_in_job
+                                              : std::min<uint64_t>(steps.last, stats.steps_in_job),
+                              stats.steps_in_job);
         report.findings.push_back(
             {model::Severity::kInfo, "trace",
              fmt::format("timeline written to {}: {} ranks, {} kernels, {} NCCL calls, {} "
                          "collectives linked across ranks{} (open in ui.perfetto.dev)",
                          req.trace_path, job.ranks.size(), stats.kernels, stats.calls, stats.flows,
-                         req.steps.empty() ? "" : ", steps " + req.steps)});
+                         window)});
+      } else if (steps.first > stats.steps_in_job) {
+        model::say(err, fmt::format("{}; trace not written", error));
+        rc = ReportStatus::kUsage;
       } else {
-        std::fprintf(err, "ncclwatch: trace export: %s\n", error.c_str());
+        model::say(err, fmt::format("trace export: {}", error));
         rc = ReportStatus::kError;
       }
     }
@@ -148,14 +159,14 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
              fmt::format("report page written to {} (self-contained, opens offline)",
                          req.html_path)});
       } else {
-        std::fprintf(err, "ncclwatch: HTML report: %s\n", error.c_str());
+        model::say(err, fmt::format("HTML report: {}", error));
         rc = ReportStatus::kError;
       }
     }
     if (!req.json_path.empty()) {
       std::string error;
       if (!report::write_json(report, req.json_path, error)) {
-        std::fprintf(err, "ncclwatch: %s\n", error.c_str());
+        model::say(err, fmt::format("JSON report: {}", error));
         rc = ReportStatus::kError;
       }
     }

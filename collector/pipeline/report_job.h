@@ -30,7 +30,9 @@ struct ReportRequest {
 // What report_job returns; the values are the CLI's exit codes (README, "Exit codes").
 enum class ReportStatus : int {
   kClean = 0,     // a report was printed; no finding at warning level or worse
-  kError = 1,     // nothing to report on, or the report could not be written (one line on `err`)
+  kError = 1,     // nothing to report on, or the report or a requested output (--json, --html,
+                  // --trace) could not be written (one line on `err` naming it)
+  kUsage = 2,     // a value that does not fit the job (--steps beyond its last step); one line
   kFindings = 3,  // a report was printed with a finding at warning level or worse
 };
 

@@ -18,15 +18,6 @@ namespace {
 
 using settings::Id;
 
-bool is_off(const char* v) {
-  return std::strcmp(v, "off") == 0 || std::strcmp(v, "0") == 0 || std::strcmp(v, "false") == 0 ||
-         std::strcmp(v, "no") == 0 || std::strcmp(v, "OFF") == 0;
-}
-bool is_on(const char* v) {
-  return std::strcmp(v, "on") == 0 || std::strcmp(v, "1") == 0 || std::strcmp(v, "true") == 0 ||
-         std::strcmp(v, "yes") == 0 || std::strcmp(v, "ON") == 0;
-}
-
 // A value as it may be quoted in a message: at most 128 characters.
 std::string clipped(const char* value) {
   std::string text(value, strnlen(value, 129));
@@ -56,9 +47,9 @@ class VariableReader {
   void flag(Id id, bool& out) {
     const char* v = get(id);
     if (v == nullptr) return;
-    if (is_off(v)) {
+    if (settings::switch_is_off(v)) {
       out = false;
-    } else if (is_on(v)) {
+    } else if (settings::switch_is_on(v)) {
       out = true;
     } else {
       bad(id, v);

@@ -28,10 +28,14 @@ ncclwatch::tools::Command report_command{
           ->expected(1, -1);
       sub->add_option("--html", req->html_path,
                       "Also write a self-contained HTML report with plots (opens offline)");
-      sub->add_option("--trace", req->trace_path,
-                      "Also write the merged timeline as Chrome-trace JSON (Perfetto, HTA)");
-      sub->add_option("--steps", req->steps, "With --trace: only steps A:B (1-based)")
-          ->check(ncclwatch::tools::steps_validator());
+      CLI::Option* trace =
+          sub->add_option("--trace", req->trace_path,
+                          "Also write the merged timeline as Chrome-trace JSON (Perfetto, HTA)");
+      sub->add_option("--steps", req->steps,
+                      "With --trace: only steps A:B (1-based); a window beyond the job's last "
+                      "step is refused")
+          ->check(ncclwatch::tools::steps_validator())
+          ->needs(trace);
       sub->add_option("--max-inflate-ratio", req->max_inflate_ratio,
                       "A .gz Kineto trace may inflate to at most N times its size (at least "
                       "256 MiB; 0: no bound) -- a gzip bomb is refused as an input problem")

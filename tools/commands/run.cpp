@@ -1,9 +1,9 @@
 // `ncclwatch run [--dir DIR] [--mode full|lite|host] [--job ID] [--json FILE] [--html FILE]
-// [--trace FILE
-// [--steps A:B]] -- CMD ARGS...`:
-// runs CMD (torchrun, mpirun, srun, a plain program) with libncclwatch.so preloaded, forwards
-// SIGINT/SIGTERM, salvages what dead ranks left in shared memory, prints the report and exits
-// with CMD's exit status. Same report as `LD_PRELOAD=libncclwatch.so CMD; ncclwatch report DIR`.
+// [--trace FILE [--steps A:B]] [--strict] -- CMD ARGS...`: runs CMD (torchrun, mpirun, srun, a
+// plain program) with libncclwatch.so preloaded, forwards SIGINT/SIGTERM, salvages what dead ranks
+// left in shared memory and prints the report. Same report as `LD_PRELOAD=libncclwatch.so CMD;
+// ncclwatch report DIR`. Exit status (README): CMD's when it failed, else 1 when the report or a
+// requested output could not be produced, else 3 with --strict and a warning, else 0.
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -16,7 +16,9 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "command.h"
@@ -32,6 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 using ncclwatch::settings::Id;
 using ncclwatch::settings::name;
+using ncclwatch::tools::say;
 
 // The value of a setting (ncclwatch/settings_table.h) when set and not empty, else nullptr.
 const char* setting(Id id) {
@@ -97,10 +100,10 @@ void describe_exit(const std::string& cmd, int status, int rc) {
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
     const char* abbrev = sigabbrev_np(sig);
-    std::fprintf(stderr, "ncclwatch: %s was killed by signal %d (SIG%s, %s); exit status %d\n",
-                 cmd.c_str(), sig, abbrev != nullptr ? abbrev : "?", strsignal(sig), rc);
+    say("{} was killed by signal {} (SIG{}, {}); exit status {}", cmd, sig,
+        abbrev != nullptr ? abbrev : "?", strsignal(sig), rc);
   } else {
-    std::fprintf(stderr, "ncclwatch: %s exited with status %d\n", cmd.c_str(), rc);
+    say("{} exited with status {}", cmd, rc);
   }
 }
 
@@ -110,21 +113,32 @@ int exit_status(int status) {
   return 1;
 }
 
-int run(RunArgs& args) {
+// The outputs asked for besides the report on stdout ("--json FILE, --trace FILE"), for the line
+// that says they were not written.
+std::string requested_outputs(const RunArgs& args) {
+  std::string out;
+  for (const auto& [flag, path] :
+       {std::pair{"--json", &args.json}, {"--html", &args.html}, {"--trace", &args.trace}}) {
+    if (!path->empty()) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", flag, *path);
+  }
+  return out;
+}
+
+// Checks the arguments and sets the environment CMD runs in (the preload, the trace directory and
+// job); an exit status when it cannot run, else nullopt.
+std::optional<int> prepare(RunArgs& args, bool& dir_existed) {
   if (args.command.empty()) {
-    std::fprintf(stderr,
-                 "ncclwatch: run: no command given (ncclwatch run [options] -- CMD ARGS...)\n");
-    return 2;
+    say("run: no command given (ncclwatch run [options] -- CMD ARGS...)");
+    return ncclwatch::tools::kExitUsage;
   }
   if (!args.mode.empty() && args.mode != "full" && args.mode != "lite" && args.mode != "host") {
-    std::fprintf(stderr, "ncclwatch: run: --mode must be full, lite or host\n");
-    return 2;
+    say("run: --mode must be full, lite or host");
+    return ncclwatch::tools::kExitUsage;
   }
   std::string tried;
   std::string lib = find_library(tried);
   if (lib.empty()) {
-    std::fprintf(stderr, "ncclwatch: run: cannot find libncclwatch.so (looked at %s); set %s\n",
-                 tried.c_str(), name(Id::kLib));
+    say("run: cannot find libncclwatch.so (looked at {}); set {}", tried, name(Id::kLib));
     return ncclwatch::tools::kExitError;
   }
   if (args.job.empty()) {
@@ -137,7 +151,7 @@ int run(RunArgs& args) {
     args.dir = env != nullptr ? env : "ncclwatch-" + args.job;
   }
   std::error_code ec;
-  const bool dir_existed = fs::exists(args.dir, ec);
+  dir_existed = fs::exists(args.dir, ec);
   fs::create_directories(args.dir, ec);
   args.dir = fs::absolute(args.dir, ec).lexically_normal().string();
 
@@ -148,7 +162,11 @@ int run(RunArgs& args) {
   setenv(name(Id::kDir), args.dir.c_str(), 1);
   setenv(name(Id::kJob), args.job.c_str(), 1);
   if (!args.mode.empty()) setenv(name(Id::kMode), args.mode.c_str(), 1);
+  return std::nullopt;
+}
 
+// Runs CMD with SIGINT/SIGTERM forwarded; its wait status.
+int run_child(RunArgs& args) {
   struct sigaction sa {};
   sa.sa_sigaction = forward;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -164,14 +182,14 @@ int run(RunArgs& args) {
   std::fflush(nullptr);
   pid_t child = fork();
   if (child < 0) {
-    std::fprintf(stderr, "ncclwatch: run: fork: %s\n", std::strerror(errno));
-    return ncclwatch::tools::kExitError;
+    say("run: fork: {}", std::strerror(errno));
+    return 1 << 8;  // exit status 1
   }
   if (child == 0) {
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
     execvp(argv[0], argv.data());
-    std::fprintf(stderr, "ncclwatch: run: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    say("run: cannot run {}: {}", argv[0], std::strerror(errno));
     _exit(127);
   }
   g_child = child;
@@ -185,25 +203,60 @@ int run(RunArgs& args) {
   g_child = 0;
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
-  int rc = exit_status(status);
+  return status;
+}
+
+// Nothing was recorded (`why`): said in one line, the directory we made removed, and the outputs
+// asked for named as not written. The exit status: CMD's when it failed, else 1 when an output
+// was asked for, else 0.
+int nothing_recorded(const RunArgs& args, bool dir_existed, int rc, const std::string& why) {
+  say("{}: nothing to report", why);
+  std::error_code ec;
+  if (!dir_existed) fs::remove(args.dir, ec);  // only if we made it and it stayed empty
+  const std::string outputs = requested_outputs(args);
+  if (!outputs.empty()) say("not written: {}", outputs);
+  if (rc != 0) return rc;
+  return outputs.empty() ? ncclwatch::tools::kExitOk : ncclwatch::tools::kExitError;
+}
+
+// README, "Exit codes", for `run`: CMD's non-zero status first; else 1 when the report or a
+// requested output could not be produced (report_job said which, in one line); else 3 with
+// --strict and a warning; else 0.
+int run_status(int rc, ncclwatch::pipeline::ReportStatus report, bool strict) {
+  using ncclwatch::pipeline::ReportStatus;
+  if (rc != 0) return rc;
+  if (report == ReportStatus::kError || report == ReportStatus::kUsage)
+    return ncclwatch::tools::kExitError;
+  if (strict && report == ReportStatus::kFindings) return ncclwatch::tools::kExitFindings;
+  return ncclwatch::tools::kExitOk;
+}
+
+int run(RunArgs& args) {
+  bool dir_existed = false;
+  if (const auto refused = prepare(args, dir_existed)) return *refused;
+  const int status = run_child(args);
+  const int rc = exit_status(status);
   // The preload is for CMD only: nothing we start from here on should record itself.
   unsetenv("LD_PRELOAD");
 
   // Ranks that died (or hung and were killed) left their last records in shared memory.
   ncclwatch::trace::SalvageOptions salvage;
   salvage.dir = args.dir;
-  for (const auto& r : ncclwatch::trace::salvage_job(args.job, salvage)) {
-    std::fprintf(stderr, "ncclwatch: %s\n", ncclwatch::trace::describe(r).c_str());
-  }
+  for (const auto& r : ncclwatch::trace::salvage_job(args.job, salvage))
+    say("{}", ncclwatch::trace::describe(r));
   describe_exit(args.command[0], status, rc);
-  if (ncclwatch::pipeline::no_rank_traces(args.dir)) {
-    std::fprintf(stderr,
-                 "ncclwatch: the job made no NCCL call (CPU-only, or the gloo backend?): nothing "
-                 "to report\n");
-    if (!dir_existed) fs::remove(args.dir, ec);  // only if we made it and it stayed empty
-    return rc;
+  const char* enabled = setting(Id::kEnabled);
+  if (enabled != nullptr && ncclwatch::settings::switch_is_off(enabled) &&
+      ncclwatch::pipeline::no_rank_traces(args.dir)) {
+    return nothing_recorded(
+        args, dir_existed, rc,
+        fmt::format("ncclwatch was turned off ({}={})", name(Id::kEnabled), enabled));
   }
-  std::fprintf(stderr, "ncclwatch: traces in %s\n", args.dir.c_str());
+  if (ncclwatch::pipeline::no_rank_traces(args.dir)) {
+    return nothing_recorded(args, dir_existed, rc,
+                            "the job made no NCCL call (CPU-only, or the gloo backend?)");
+  }
+  say("traces in {}", args.dir);
   ncclwatch::pipeline::ReportRequest req;
   req.dir = args.dir;
   req.job = args.job;
@@ -212,12 +265,7 @@ int run(RunArgs& args) {
   req.trace_path = args.trace;
   req.html_path = args.html;
   req.steps = args.steps;
-  const auto report = ncclwatch::pipeline::report_job(req, stdout, stderr);
-  // The command's own failure comes first; --strict turns warnings of a clean run into exit 3.
-  if (rc == 0 && args.strict && report == ncclwatch::pipeline::ReportStatus::kFindings) {
-    return ncclwatch::tools::kExitFindings;
-  }
-  return rc;
+  return run_status(rc, ncclwatch::pipeline::report_job(req, stdout, stderr), args.strict);
 }
 
 ncclwatch::tools::Command run_command{
@@ -236,10 +284,12 @@ ncclwatch::tools::Command run_command{
       sub->add_flag("!--no-progress", args->progress, "No progress lines on stderr");
       sub->add_option("--html", args->html,
                       "Also write a self-contained HTML report with plots (opens offline)");
-      sub->add_option("--trace", args->trace,
-                      "Also write the merged timeline as Chrome-trace JSON (Perfetto, HTA)");
+      CLI::Option* trace =
+          sub->add_option("--trace", args->trace,
+                          "Also write the merged timeline as Chrome-trace JSON (Perfetto, HTA)");
       sub->add_option("--steps", args->steps, "With --trace: only steps A:B (1-based)")
-          ->check(ncclwatch::tools::steps_validator());
+          ->check(ncclwatch::tools::steps_validator())
+          ->needs(trace);
       sub->add_option("command", args->command, "CMD ARGS... (after --)")->required();
       sub->footer(environment_help());
       sub->callback([args, &exit_code] { exit_code = run(*args); });

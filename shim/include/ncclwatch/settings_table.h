@@ -80,7 +80,7 @@ constexpr std::string_view reader_text(Reader r) {
 }
 
 inline constexpr std::array<Variable, static_cast<std::size_t>(Id::kCount)> kVariables = {{
-    {Id::kEnabled, "NCCLWATCH", Type::kSwitch, Reader::kShim, "on", "on|off",
+    {Id::kEnabled, "NCCLWATCH", Type::kSwitch, Reader::kShimAndCli, "on", "on|off",
      "off: record nothing, create nothing"},
     {Id::kDir, "NCCLWATCH_DIR", Type::kPath, Reader::kShimAndCli, "./ncclwatch-<job>", "",
      "trace directory; a relative one is taken from the directory the process started in"},
@@ -121,6 +121,15 @@ inline constexpr std::array<Variable, static_cast<std::size_t>(Id::kCount)> kVar
     {Id::kSetNcclEnv, "NCCLWATCH_SET_NCCL_ENV", Type::kList, Reader::kSetByShim, "unset", "",
      "the NCCL variables the shim set, so a child process's shim can tell them from the user's"},
 }};
+
+// The words of a kSwitch value, for the shim and `ncclwatch run` alike (anything else is a bad
+// value: the shim says so and keeps the default).
+constexpr bool switch_is_off(std::string_view v) {
+  return v == "off" || v == "0" || v == "false" || v == "no" || v == "OFF";
+}
+constexpr bool switch_is_on(std::string_view v) {
+  return v == "on" || v == "1" || v == "true" || v == "yes" || v == "ON";
+}
 
 constexpr const Variable& variable(Id id) {
   return kVariables[static_cast<std::size_t>(id)];
