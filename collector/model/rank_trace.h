@@ -87,6 +87,15 @@ struct RangeEvent {
   uint32_t tid = 0;
 };
 
+// A reading of how much CPU one thread that calls NCCL got (format::SchedRecord): cumulative
+// since the thread started, so only differences between readings of one thread mean anything.
+struct SchedSample {
+  int64_t t_ns = 0;
+  uint32_t tid = 0;
+  uint64_t on_cpu_ns = 0;
+  uint64_t wait_ns = 0;  // runnable, waiting for a CPU
+};
+
 // A communicator as seen by this rank.
 struct CommInfo {
   uint64_t id = 0;
@@ -175,6 +184,9 @@ struct RankTrace {
   // Raw GPU-tie records as read; collector/timeline turns them into CallEvent::kernel/gpu_*.
   std::vector<format::KernelLinkRecord> links;
   std::vector<format::CollGpuRecord> coll_gpu;
+  // CPU scheduling of its NCCL-calling threads, sorted by (tid, t_ns); empty before layout
+  // version 4 and for Kineto traces.
+  std::vector<SchedSample> sched;
   // Hooked calls entered and never returned from (one per call, oldest first). Collectives and
   // send/recv among them are also in `calls`, flagged kCallNeverReturned.
   std::vector<HookedCall> never_returned;

@@ -60,6 +60,7 @@ void RankBuilder::reserve(const KindCounts& c) {
   trace_.ranges.reserve(c[RecordKind::kNvtx]);
   trace_.links.reserve(c[RecordKind::kKernelLink]);
   trace_.coll_gpu.reserve(c[RecordKind::kCollGpu]);
+  trace_.sched.reserve(c[RecordKind::kSched]);
 }
 
 void RankBuilder::add(std::span<const format::Record> records) {
@@ -254,6 +255,9 @@ void RankBuilder::add_one(const format::Record& r) {
       add_returned(r.unique_id.t_enter_ns, r.unique_id.t_exit_ns, 0, r.prefix.tid, 0,
                    format::Func::kGetUniqueId);
       break;
+    case RecordKind::kSched:
+      trace_.sched.push_back({r.sched.t_ns, r.prefix.tid, r.sched.on_cpu_ns, r.sched.wait_ns});
+      break;
     case RecordKind::kInvalid:
     case RecordKind::kCount:
       break;
@@ -363,6 +367,7 @@ model::RankTrace RankBuilder::finish(std::vector<model::InputProblem>& problems)
   sort_by(trace_.kernels,
           [](const model::KernelEvent& k) { return std::pair(k.start_ns, k.end_ns); });
   sort_by(trace_.launches, [](const model::LaunchEvent& l) { return l.enter_ns; });
+  sort_by(trace_.sched, [](const model::SchedSample& s) { return std::pair(s.tid, s.t_ns); });
   sort_by(trace_.ranges,
           [](const model::RangeEvent& r) { return std::pair(r.start_ns, r.end_ns); });
   std::sort(trace_.comms.begin(), trace_.comms.end(),

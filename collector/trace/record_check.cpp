@@ -117,6 +117,13 @@ const char* record_problem(const format::Record& rec) noexcept {
       return check_span(e.t_enter_ns, rec.in_flight.t_seen_ns,
                         "in-flight call seen before it entered");
     }
+    case RecordKind::kSched:
+      if (rec.prefix.tid == 0) return "sched record without a thread";
+      if (rec.sched.t_ns < 0) return "negative timestamp";
+      if (rec.sched.t_ns > kMaxTimeNs || rec.sched.on_cpu_ns > uint64_t{kMaxTimeNs} ||
+          rec.sched.wait_ns > uint64_t{kMaxTimeNs})
+        return "implausible timestamp (beyond 2^62 ns)";
+      return nullptr;
     case RecordKind::kInvalid:
       return "all-zero record kind (never written)";
     case RecordKind::kCount:

@@ -186,6 +186,14 @@ void add_in_flight(json& j, const Record& r, const StringTable&) {
   j["flags"] = e.flags;
 }
 
+void add_sched(json& j, const Record& r, const StringTable&) {
+  j["tid"] = r.prefix.tid;
+  j["t_ns"] = r.sched.t_ns;
+  j["on_cpu_ns"] = r.sched.on_cpu_ns;
+  j["wait_ns"] = r.sched.wait_ns;
+  j["timeslices"] = r.sched.timeslices;
+}
+
 // A kind this reader does not know: the raw prefix, so nothing is hidden.
 void add_raw(json& j, const Record& r, const StringTable&) {
   j["u8a"] = r.prefix.u8a;
@@ -196,10 +204,10 @@ void add_raw(json& j, const Record& r, const StringTable&) {
 using FieldWriter = void (*)(json&, const Record&, const StringTable&);
 
 // Indexed by RecordKind: the one list of how each kind's fields are named.
-constexpr FieldWriter kFieldWriters[] = {add_raw,      add_call,        add_group,    add_comm,
-                                         add_comm_end, add_identity,    add_clock,    add_kernel,
-                                         add_string,   add_kernel_link, add_coll_gpu, add_launch,
-                                         add_nvtx,     add_unique_id,   add_in_flight};
+constexpr FieldWriter kFieldWriters[] = {add_raw,      add_call,        add_group,     add_comm,
+                                         add_comm_end, add_identity,    add_clock,     add_kernel,
+                                         add_string,   add_kernel_link, add_coll_gpu,  add_launch,
+                                         add_nvtx,     add_unique_id,   add_in_flight, add_sched};
 static_assert(std::size(kFieldWriters) == static_cast<std::size_t>(RecordKind::kCount));
 
 }  // namespace

@@ -9,8 +9,8 @@ namespace ncclwatch::trace {
 namespace {
 
 constexpr std::array<const char*, static_cast<std::size_t>(format::RecordKind::kCount)> kKindNames =
-    {"invalid", "call",        "group",    "comm",   "comm_end", "identity",  "clock",    "kernel",
-     "string",  "kernel_link", "coll_gpu", "launch", "nvtx",     "unique_id", "in_flight"};
+    {"invalid", "call",        "group",    "comm",   "comm_end", "identity",  "clock",     "kernel",
+     "string",  "kernel_link", "coll_gpu", "launch", "nvtx",     "unique_id", "in_flight", "sched"};
 
 // One table per enum of the record format, indexed by the raw value.
 constexpr std::array<const char*, 3> kActivityNames = {"kernel", "memcpy", "memset"};

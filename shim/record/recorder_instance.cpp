@@ -66,6 +66,7 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
   }
   r->ring_ = Ring(r->segment_->header(), r->segment_->slots());
   r->monitor_ = InFlightMonitor(r->segment_->header(), &r->ring_, settings.hang_s);
+  r->sched_ = SchedSampler(r->segment_->header(), &r->ring_);
   r->emit_clock();
   if (process.rank >= 0) {
     format::Record rec{};
@@ -164,6 +165,7 @@ void RecorderInstance::drain_loop() {
     if (!settings_.test_drain_hold) {
       std::string hang_line;
       const bool hung = monitor_.scan(now_ns(), &hang_line);
+      sched_.sample(now_ns());
       while (drain_once()) {
       }
       // Watchdog: everything is on disk now; say once which call waits (never signal, never
@@ -186,6 +188,8 @@ void RecorderInstance::finish() {
   if (drain_.joinable()) drain_.join();
   // A thread still inside NCCL at exit (blocked in a collective the process gives up on).
   monitor_.record_all(now_ns(), format::InFlightSource::kExit);
+  if (!settings_.test_drain_hold) sched_.sample(now_ns(), /*final=*/true);
+  sched_.close_all();
   emit_clock();
   // Drain the rest. A slot claimed but never committed belongs to a thread that is still inside
   // emit() (give it a moment) or died there: then it is a hole, skipped.
@@ -221,6 +225,7 @@ void RecorderInstance::abandon() {
   // "joinable" in the copied memory) is never touched.
   writer_->abandon();
   segment_->abandon();
+  sched_.close_all();  // the child's copies of the descriptors (the parent keeps its own)
   finished_ = true;
 }
 

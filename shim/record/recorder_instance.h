@@ -12,6 +12,7 @@
 
 #include "record/in_flight_monitor.h"
 #include "record/ring.h"
+#include "record/sched_sampler.h"
 #include "record/segment.h"
 #include "record/settings.h"
 #include "record/trace_writer.h"
@@ -54,6 +55,7 @@ class RecorderInstance {
   std::string trace_path_;
   Ring ring_;
   InFlightMonitor monitor_;
+  SchedSampler sched_;  // the drain thread's, and finish()'s once it has stopped
   std::thread drain_;
   std::atomic<bool> stop_{false};
   // Only the drain thread and finish() use them, never the hot path.

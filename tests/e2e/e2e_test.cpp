@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "ncclwatch/format.h"
 #include "process.h"
 
 namespace {
@@ -234,8 +235,16 @@ TEST_F(E2e, TruncatedTraceFileIsOneLineAndTheRestIsReported) {
     }
   }
   ASSERT_FALSE(victim.empty());
-  auto size = fs::file_size(victim);
-  fs::resize_file(victim, size - 3 * 64 - 20);
+  // In the middle of its last call record (records of other kinds follow it: the comm's
+  // destruction, the exit's scheduling sample and clock anchor).
+  std::ifstream in(victim, std::ios::binary);
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+  std::size_t last_call = 0;
+  for (std::size_t at = sizeof(ncclwatch::format::TraceHeader); at + 64 <= bytes.size(); at += 64) {
+    if (bytes[at] == static_cast<char>(ncclwatch::format::RecordKind::kCall)) last_call = at;
+  }
+  ASSERT_GT(last_call, 0u);
+  fs::resize_file(victim, last_call + 20);
   Result rep = sh(std::string(NCCLWATCH_CLI) + " report " + dir_.string() + " --json " +
                   json_path().string());
   // Exit 3: the cut trace is a warning, and the instance it lost is named (README, "Exit codes").

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "cli_fixture.h"
+#include "ncclwatch/format.h"
 
 namespace {
 
@@ -47,7 +48,8 @@ TEST_F(Cli, VersionNamesTheRecordFormatAndTheBuild) {
   EXPECT_TRUE(std::regex_search(
       r.out, std::regex(R"(^ncclwatch \d+\.\d+\.\d+ \(record format \d+, build [^ )]+\)\n$)")))
       << r.out;
-  EXPECT_TRUE(has(r.out, "record format 3")) << r.out;  // format.h's kLayoutVersion
+  EXPECT_TRUE(has(r.out, "record format " + std::to_string(ncclwatch::format::kLayoutVersion)))
+      << r.out;
 }
 
 // --- status

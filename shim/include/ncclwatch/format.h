@@ -31,8 +31,9 @@ namespace ncclwatch::format {
 // trace file they take the space that was reserved (zero) before, so a version 1 or 2 file reads
 // as "nothing of these kinds counted". Trace files of versions 1 and 2 hold the same record
 // layouts minus newer kinds: readers still load them (kMinTraceLayoutVersion); segments must
-// match kLayoutVersion exactly.
-inline constexpr uint32_t kLayoutVersion = 3;
+// match kLayoutVersion exactly. Version 4 added the SchedRecord kind (CPU run-queue waiting of the
+// threads that call NCCL); the layouts of versions 1 to 3 are unchanged in it.
+inline constexpr uint32_t kLayoutVersion = 4;
 inline constexpr uint32_t kMinTraceLayoutVersion = 1;
 inline constexpr std::size_t kRecordSize = 64;
 inline constexpr std::size_t kHostNameSize = 64;
@@ -131,7 +132,8 @@ enum class RecordKind : uint8_t {
   kNvtx = 12,       // NvtxRecord: an NVTX range
   kUniqueId = 13,   // UniqueIdRecord: ncclGetUniqueId result hash
   kInFlight = 14,   // InFlightRecord: a hooked call entered and not returned when last looked at
-  kCount = 15,
+  kSched = 15,      // SchedRecord: CPU time and run-queue wait of a thread that calls NCCL (v4)
+  kCount = 16,
 };
 
 // The first 8 bytes of every record.
@@ -360,6 +362,22 @@ struct InFlightRecord {
   CallEntry entry;
 };
 
+// How much CPU a thread that calls NCCL got and how long it waited for one (layout version 4):
+// the kernel's per-thread schedstat (/proc/self/task/<tid>/schedstat: time on a CPU, time
+// runnable but waiting on a run queue, times run), cumulative since the thread started. Written by
+// the drain thread (never the hot path) for the threads that own an InFlightSlot, sampled
+// periodically: a thread's first record is its baseline, then one whenever its wait grew or a
+// while has passed, plus the sample before a jump, so readers interpolate linearly between
+// consecutive records of one thread. prefix.tid = the sampled thread.
+struct SchedRecord {
+  RecordPrefix prefix;
+  int64_t t_ns;         // host clock when it was read
+  uint64_t on_cpu_ns;   // time running on a CPU
+  uint64_t wait_ns;     // time runnable, waiting for a CPU (run-queue delay)
+  uint64_t timeslices;  // times it was put on a CPU
+  uint64_t reserved[3];
+};
+
 union Record {
   RecordPrefix prefix;
   CallRecord call;
@@ -376,6 +394,7 @@ union Record {
   NvtxRecord nvtx;
   UniqueIdRecord unique_id;
   InFlightRecord in_flight;
+  SchedRecord sched;
 };
 
 static_assert(sizeof(CallRecord) == kRecordSize);
@@ -392,6 +411,7 @@ static_assert(sizeof(LaunchRecord) == kRecordSize);
 static_assert(sizeof(NvtxRecord) == kRecordSize);
 static_assert(sizeof(UniqueIdRecord) == kRecordSize);
 static_assert(sizeof(InFlightRecord) == kRecordSize);
+static_assert(sizeof(SchedRecord) == kRecordSize);
 static_assert(sizeof(Record) == kRecordSize);
 static_assert(std::is_trivially_copyable_v<Record>);
 static_assert(std::is_standard_layout_v<CallRecord>);

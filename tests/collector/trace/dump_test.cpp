@@ -189,6 +189,20 @@ TEST(RecordJson, EveryKindWritesItsFields) {
   }
 }
 
+TEST(RecordJson, SchedRecordFields) {
+  StringTable names;
+  names.finish();
+  const auto j = record_to_json(testing::make_sched(4242, 1000, 2000, 300, 7), 3, names);
+  EXPECT_EQ(j["kind"], "sched");
+  EXPECT_EQ(j["tid"], 4242);
+  EXPECT_EQ(j["t_ns"], 1000);
+  EXPECT_EQ(j["on_cpu_ns"], 2000);
+  EXPECT_EQ(j["wait_ns"], 300);
+  EXPECT_EQ(j["timeslices"], 7);
+  EXPECT_FALSE(j.contains("invalid"));
+  EXPECT_EQ(kind_from_name("sched"), format::RecordKind::kSched);
+}
+
 // Unknown enum values keep their number (record_names.h): nothing untrusted is hidden.
 TEST(RecordJson, UnknownValuesKeepTheirNumber) {
   Record r{};

@@ -28,6 +28,7 @@ std::vector<Record> valid_records() {
   }
   rs.push_back(make_nvtx(0, 3000, 2));
   rs.push_back(make_clock(5, 10, 3));
+  rs.push_back(make_sched(9, 3100, 5000, 600));
   return rs;
 }
 
@@ -83,6 +84,10 @@ TEST(Mutations, NeverCrashAndOnlyValidValuesComeOut) {
       ASSERT_LT(k.name, t.names.size());
     }
     for (const auto& r : t.ranges) ASSERT_LT(r.name, t.names.size());
+    for (const auto& s : t.sched) {
+      ASSERT_NE(s.tid, 0u);
+      ASSERT_GE(s.t_ns, 0);
+    }
     for (const auto& c : t.comms) {
       ASSERT_GT(c.nranks, 0);
       ASSERT_LT(c.rank, c.nranks);

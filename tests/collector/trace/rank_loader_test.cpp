@@ -45,6 +45,9 @@ TEST(LoadRank, EveryRecordKindRoundTrips) {
   rs.push_back(make_coll_gpu(2050, 2900, 0xc0, 0));
   rs.push_back(make_nvtx(1500, 3500, 9));
   rs.push_back(make_comm_end(0xc0, 4000));
+  rs.push_back(make_sched(4242, 4100, 9000, 700, 12));
+  rs.push_back(make_sched(4242, 2100, 5000, 300, 6));  // out of order: sorted by (tid, time)
+  rs.push_back(make_sched(17, 4100, 10, 20, 3));
   const std::string path = write_rank(dir.path(), "job1", "nodeA", 321, -1, -1, rs);
 
   std::vector<model::InputProblem> problems;
@@ -116,6 +119,52 @@ TEST(LoadRank, EveryRecordKindRoundTrips) {
   EXPECT_EQ(t.links[0].correlation, 77u);
   ASSERT_EQ(t.coll_gpu.size(), 1u);
   EXPECT_EQ(t.coll_gpu[0].end_ns, 2900);
+  ASSERT_EQ(t.sched.size(), 3u);
+  EXPECT_EQ(t.sched[0].tid, 17u);
+  EXPECT_EQ(t.sched[0].wait_ns, 20u);
+  EXPECT_EQ(t.sched[1].tid, 4242u);
+  EXPECT_EQ(t.sched[1].t_ns, 2100);
+  EXPECT_EQ(t.sched[1].on_cpu_ns, 5000u);
+  EXPECT_EQ(t.sched[1].wait_ns, 300u);
+  EXPECT_EQ(t.sched[2].t_ns, 4100);
+}
+
+// Layout version 4 added SchedRecord; a trace of version 3 (written before it) still loads,
+// every record of it used, with no CPU-scheduling samples.
+TEST(LoadRank, ATraceOfTheLayoutBeforeSchedRecordsStillLoads) {
+  TempDir dir;
+  static_assert(format::kLayoutVersion >= 4, "version 3 is the one before SchedRecord");
+  auto header = make_header(make_process("j", "h", 5, 1, 2), format::kTraceStateClosed, 3);
+  header.layout_version = 3;
+  const std::vector<format::Record> records = {make_clock(50, 1'700'000'000'000'000'050, 10),
+                                               make_call(Func::kAllReduce, 1, 0, 100, 200),
+                                               make_kernel(120, 180, 1, 0, true)};
+  write_trace(dir.file("v3.trace"), header, records);
+  std::vector<model::InputProblem> problems;
+  const auto t = load_rank(dir.file("v3.trace"), problems);
+  EXPECT_TRUE(problems.empty()) << all_lines(problems);
+  EXPECT_EQ(t.info.records, 3u);
+  EXPECT_EQ(t.calls.size(), 1u);
+  EXPECT_EQ(t.kernels.size(), 1u);
+  EXPECT_TRUE(t.sched.empty());
+  EXPECT_EQ(t.info.timing, model::TimingSource::kCupti);
+}
+
+TEST(LoadRank, ImplausibleSchedRecordsAreSkipped) {
+  TempDir dir;
+  std::vector<Record> rs = {make_sched(0, 100, 1, 1), make_sched(5, -1, 1, 1),
+                            make_sched(5, 100, uint64_t{1} << 63, 1),
+                            make_sched(5, 100, 1, uint64_t{1} << 63), make_sched(5, 200, 3, 4)};
+  std::vector<model::InputProblem> problems;
+  const auto t = load_rank(write_rank(dir.path(), "j", "h", 1, 0, 1, rs), problems);
+  ASSERT_EQ(t.sched.size(), 1u);
+  EXPECT_EQ(t.sched[0].wait_ns, 4u);
+  EXPECT_EQ(t.info.skipped, 4u);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].message.find("1 x sched record without a thread"), std::string::npos)
+      << problems[0].message;
+  EXPECT_NE(problems[0].message.find("1 x negative timestamp"), std::string::npos);
+  EXPECT_NE(problems[0].message.find("2 x implausible timestamp"), std::string::npos);
 }
 
 TEST(LoadRank, UnwrapsSequenceNumbersAcrossTwoToThe32) {

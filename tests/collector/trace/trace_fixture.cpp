@@ -180,6 +180,17 @@ Record make_unique_id(uint64_t hash, int64_t t_ns) {
   return r;
 }
 
+Record make_sched(uint32_t tid, int64_t t_ns, uint64_t on_cpu_ns, uint64_t wait_ns,
+                  uint64_t timeslices) {
+  Record r = blank(format::RecordKind::kSched);
+  r.prefix.tid = tid;
+  r.sched.t_ns = t_ns;
+  r.sched.on_cpu_ns = on_cpu_ns;
+  r.sched.wait_ns = wait_ns;
+  r.sched.timeslices = timeslices;
+  return r;
+}
+
 format::ProcessInfo make_process(const std::string& job, const std::string& host, int64_t pid,
                                  int32_t rank, int32_t world) {
   format::ProcessInfo p;

@@ -31,6 +31,8 @@ Record make_coll_gpu(int64_t start_ns, int64_t end_ns, uint64_t comm, uint32_t s
 Record make_launch(int64_t enter_ns, int64_t exit_ns, uint64_t stream, uint32_t correlation);
 Record make_nvtx(int64_t start_ns, int64_t end_ns, uint32_t name_id);
 Record make_unique_id(uint64_t hash, int64_t t_ns);
+Record make_sched(uint32_t tid, int64_t t_ns, uint64_t on_cpu_ns, uint64_t wait_ns,
+                  uint64_t timeslices = 1);
 
 format::ProcessInfo make_process(const std::string& job, const std::string& host, int64_t pid,
                                  int32_t rank, int32_t world);

@@ -177,6 +177,32 @@ TEST_F(RecorderTest, LossCountersReachTheTraceHeader) {
   EXPECT_EQ(t.header.dropped, 0u);
 }
 
+// The drain thread samples the CPU scheduling of the threads that entered a hooked call: at least
+// the last reading at exit, for this thread, and none for threads that never called NCCL.
+TEST_F(RecorderTest, SchedRecordsOfTheThreadsThatCallNccl) {
+  const std::string proc = "/proc/self/task/" + std::to_string(thread_id()) + "/schedstat";
+  if (access(proc.c_str(), R_OK) != 0) GTEST_SKIP() << proc << " is not readable here";
+  ASSERT_TRUE(ensure_recorder());
+  const std::string path = current_trace_path();
+  format::CallEntry entry{};
+  entry.t_enter_ns = now_ns();
+  entry.func = static_cast<uint8_t>(format::Func::kAllReduce);
+  mark_entered(entry);
+  mark_returned();
+  finish_recorder();
+  auto t = testing::TraceFile::read(path);
+  ASSERT_TRUE(t.ok);
+  ASSERT_GE(t.count(format::RecordKind::kSched), 1u);
+  int64_t last_t = 0;
+  for (const auto& r : t.records) {
+    if (r.prefix.kind != format::RecordKind::kSched) continue;
+    EXPECT_EQ(r.prefix.tid, thread_id());
+    EXPECT_GT(r.sched.on_cpu_ns, 0u);
+    EXPECT_GE(r.sched.t_ns, last_t);
+    last_t = r.sched.t_ns;
+  }
+}
+
 TEST_F(RecorderTest, OffCreatesNothing) {
   setenv("NCCLWATCH", "off", 1);
   load_settings(&process_env);
