@@ -19,12 +19,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum class Content { kNcclwatchTrace, kKinetoLike, kOther };
+enum class Content { kNcclwatchTrace, kKinetoLike, kOther, kUnreadable };
 
 // What the first bytes of `path` say. Only a regular file is read (a FIFO or a device never is).
-Content sniff(const std::string& path) {
+// kUnreadable (and `error`, the errno) when it cannot be opened.
+Content sniff(const std::string& path, int* error = nullptr) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) return Content::kOther;
+  if (fd < 0) {
+    if (error != nullptr) *error = errno;
+    return Content::kUnreadable;
+  }
   struct stat st {};
   unsigned char head[512];
   ssize_t n = -1;
@@ -49,12 +53,17 @@ bool kineto_name(const fs::path& p) {
   return name.ends_with(".json") || name.ends_with(".json.gz");
 }
 
-// A directory's kind; nullopt when it holds neither. Entries are looked at without following
-// symlinks (the loaders skip those too).
-std::optional<InputKind> directory_kind(const std::string& dir) {
+// A directory's kind; nullopt when it holds neither (or, with `error` set, cannot be read).
+// Entries are looked at without following symlinks (the loaders skip those too).
+std::optional<InputKind> directory_kind(const std::string& dir, std::string& error) {
   std::error_code ec;
   bool kineto = false, trace_names = false;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+  fs::directory_iterator it(dir, ec);
+  if (ec) {
+    error = fmt::format("{}: cannot read the directory: {}", dir, ec.message());
+    return std::nullopt;
+  }
+  for (fs::directory_iterator end; !ec && it != end; it.increment(ec)) {
     std::error_code type_ec;
     if (it->symlink_status(type_ec).type() != fs::file_type::regular) continue;
     const Content c = sniff(it->path().string());
@@ -85,12 +94,15 @@ std::optional<JobInput> detect_job_input(const std::vector<std::string>& paths,
     std::error_code ec;
     const fs::file_status st = fs::status(path, ec);
     std::optional<InputKind> kind;
-    if (!fs::exists(st)) {
-      error = fmt::format("{}: no such file or directory", path);
+    if (ec || !fs::exists(st)) {
+      // The errno as it is: a directory on the way we may not enter is not a missing file.
+      error =
+          fmt::format("{}: {}", path, ec ? ec.message() : std::string("No such file or directory"));
       return std::nullopt;
     }
     if (fs::is_directory(st)) {
-      kind = directory_kind(path);
+      kind = directory_kind(path, error);
+      if (!kind && !error.empty()) return std::nullopt;
       if (!kind) {
         error = fmt::format(
             "no rank traces in {}: neither ncclwatch trace files nor Kineto traces (.json, "
@@ -99,7 +111,12 @@ std::optional<JobInput> detect_job_input(const std::vector<std::string>& paths,
         return std::nullopt;
       }
     } else {
-      const Content c = sniff(path);
+      int open_error = 0;
+      const Content c = sniff(path, &open_error);
+      if (c == Content::kUnreadable) {
+        error = fmt::format("{}: cannot be read: {}", path, std::strerror(open_error));
+        return std::nullopt;
+      }
       if (c == Content::kNcclwatchTrace) {
         error = fmt::format("{} is one rank's ncclwatch trace: give its directory", path);
         return std::nullopt;

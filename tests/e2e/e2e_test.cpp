@@ -272,7 +272,7 @@ TEST_F(E2e, CommandsExitCodeIsPassedOn) {
 TEST_F(E2e, ReportOfAMissingDirectoryFailsWithOneLine) {
   Result r = sh(std::string(NCCLWATCH_CLI) + " report " + (root_ / "nope").string());
   EXPECT_EQ(r.rc, 1);
-  EXPECT_NE(r.err.find("no such file or directory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nope: No such file or directory"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -41,6 +41,22 @@ as_nobody() { setpriv --reuid=nobody --regid="$(id -gn nobody)" --clear-groups "
 
 W=$(mktemp -d /tmp/ncclwatch-faults.XXXXXX)
 chmod 755 "$W"
+# What nobody runs comes from the world-readable work area, not from the build tree: the clone
+# may sit in a private (0700) directory nobody cannot enter. The fake rank finds its libnccl
+# there through LD_LIBRARY_PATH (searched before the build tree's RUNPATH).
+NOBODY_WHY="needs root, setpriv and user nobody"
+if [ "$NOBODY" = 1 ]; then
+  mkdir -p "$W/bin" && chmod 755 "$W/bin"
+  fake_nccl=$(ldd "$RANK" | awk '$1 ~ /^libnccl/ {print $3; exit}')
+  if cp "$LAUNCHER" "$RANK" "$W/bin/" && cp "$NCCLWATCH_LIB" "$W/bin/libncclwatch.so" &&
+    { [ -z "$fake_nccl" ] || cp "$fake_nccl" "$W/bin/"; } && chmod -R a+rX "$W/bin" &&
+    as_nobody test -x "$W/bin/$(basename "$RANK")"; then
+    NOBODY_LAUNCHER=$W/bin/$(basename "$LAUNCHER") NOBODY_RANK=$W/bin/$(basename "$RANK")
+    NOBODY_LIB=$W/bin/libncclwatch.so
+  else
+    NOBODY=0 NOBODY_WHY="user nobody cannot run copies of the test programs in $W/bin"
+  fi
+fi
 cleanup() {
   if [ "$NS" = 1 ]; then
     grep " $W" /proc/mounts | awk '{print $2}' | sort -r | xargs -r umount -l 2>/dev/null
@@ -59,7 +75,7 @@ fail() {
 }
 skip() { echo "$*"; exit 77; }
 need_ns() { [ "$NS" = 1 ] || skip "needs root and a private mount namespace (unshare -m)"; }
-need_nobody() { need_ns; [ "$NOBODY" = 1 ] || skip "needs root, setpriv and user nobody"; }
+need_nobody() { need_ns; [ "$NOBODY" = 1 ] || skip "$NOBODY_WHY"; }
 small_fs() { mkdir -p "$1" && mount -t tmpfs -o "size=$2,mode=${3:-755}" ncclwatch-faults "$1"; }
 fill_fs() { dd if=/dev/zero of="$1/filler" bs=4k >/dev/null 2>&1; true; }
 
@@ -96,8 +112,8 @@ case_planted_segment_names_root_path() {
   need_nobody
   mkdir nob rootonly && chown nobody nob && chmod 700 rootonly
   echo "root secret" >rootonly/victim
-  as_nobody bash -c "$(declare -f job killed_job); LAUNCHER=$LAUNCHER RANK=$RANK \
-    NCCLWATCH_LIB=$NCCLWATCH_LIB killed_job $PWD/nob/t plant"
+  as_nobody bash -c "$(declare -f job killed_job); LAUNCHER=$NOBODY_LAUNCHER RANK=$NOBODY_RANK \
+    NCCLWATCH_LIB=$NOBODY_LIB LD_LIBRARY_PATH=$W/bin killed_job $PWD/nob/t plant"
   local seg
   seg=$(segments plant | head -1)
   [ -n "$seg" ] || fail "a segment left by nobody's killed rank"

@@ -124,6 +124,17 @@ TEST_F(CliRun, TurnedOffIsSaidAsSuch) {
   expect_prefixed(off.err);
 }
 
+TEST_F(CliRun, ATraceDirectoryThatCannotBeMadeStopsBeforeTheJob) {
+  std::ofstream(root_ / "a-file") << "x";
+  const std::string dir = (root_ / "a-file" / "traces").string();
+  Result r = cli("run --dir " + dir + " -- touch " + (root_ / "ran").string());
+  EXPECT_EQ(r.rc, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "cannot create the trace directory " + dir + ": Not a directory"))
+      << r.err;
+  EXPECT_FALSE(fs::exists(root_ / "ran"));
+  expect_prefixed(r.err);
+}
+
 TEST_F(CliRun, StepsNeedATraceToApplyTo) {
   for (const std::string& args : {"run --steps 2 -- touch " + (root_ / "ran").string(),
                                   "report " + root_.string() + " --steps 2"}) {

@@ -36,7 +36,7 @@ TEST_F(Cli, UsageErrorsAreExitTwoWithOneLine) {
 TEST_F(Cli, ReportOfAMissingDirectoryIsAnError) {
   Result r = cli("report " + (root_ / "nope").string());
   EXPECT_EQ(r.rc, 1) << r.err;
-  EXPECT_NE(r.err.find("no such file or directory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nope: No such file or directory"), std::string::npos) << r.err;
   expect_prefixed(r.err);
 }
 

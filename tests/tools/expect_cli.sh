@@ -14,9 +14,15 @@
 #     --vmem KIB         run the command under `ulimit -v KIB` (address space)
 #     --stdin PATH       feed PATH on stdin (default /dev/null)
 #     --timeout S        kill the command after S seconds (default 300): a hang fails the test
-#     --as-nobody        when run as root, run the command as user nobody (permission tests)
+#     --as-nobody        when run as root, run the command as user nobody (permission tests):
+#                        the program and every file argument nobody cannot reach (the clone
+#                        may sit in a private 0700 directory) run from copies in a
+#                        world-readable directory under /tmp, modes kept; exit 77 (skipped)
+#                        when that cannot be arranged
+#     --as-other-user    the same, but exit 77 (skipped) unless run as root: the test is about
+#                        what another user meets
 set -u
-as_nobody=0 rc_want="" rc_error=0 vmem="" stdin=/dev/null timeout_s=300 stderr_lines=""
+as_nobody=0 other_only=0 rc_want="" rc_error=0 vmem="" stdin=/dev/null timeout_s=300 stderr_lines=""
 declare -a out_re=() no_out_re=() err_re=() files=() file_re=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -31,6 +37,7 @@ while [ $# -gt 0 ]; do
     --stdin) stdin=$2; shift 2 ;;
     --timeout) timeout_s=$2; shift 2 ;;
     --as-nobody) as_nobody=1; shift ;;
+    --as-other-user) as_nobody=1 other_only=1; shift ;;
     --) shift; break ;;
     *) echo "expect_cli.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -41,8 +48,32 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/expect_cli.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 for f in "${files[@]+"${files[@]}"}"; do rm -f "$f"; done
 declare -a prefix=()
+skip() { echo "SKIPPED: $*"; exit 77; }
+if [ "$other_only" = 1 ] && [ "$(id -u)" != 0 ]; then
+  skip "acting as another user (nobody) needs root"
+fi
 if [ "$as_nobody" = 1 ] && [ "$(id -u)" = 0 ]; then
   prefix=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  command -v setpriv >/dev/null || skip "setpriv is not installed"
+  shared=$(mktemp -d /tmp/expect_cli_nobody.XXXXXX) || skip "cannot make a directory in /tmp"
+  trap 'rm -rf "$work" "$shared"' EXIT
+  chmod 755 "$shared"
+  "${prefix[@]}" test -x "$shared" || skip "user nobody cannot enter $shared"
+  declare -a args=()
+  for a in "$@"; do
+    # Copied when it exists and nobody cannot see it where it is (a path inside a private dir).
+    # Its directory is copied with its mode (not its contents): a path the test made private
+    # stays private.
+    if [ -e "$a" ] && ! "${prefix[@]}" test -e "$a"; then
+      copy="$shared/${#args[@]}"
+      mkdir "$copy" && cp -pR "$a" "$copy/" && chmod --reference="$(dirname "$a")" "$copy" ||
+        skip "cannot copy $a for user nobody"
+      args+=("$copy/$(basename "$a")")
+    else
+      args+=("$a")
+    fi
+  done
+  set -- "${args[@]}"
 fi
 (
   if [ -n "$vmem" ]; then ulimit -v "$vmem" || exit 125; fi

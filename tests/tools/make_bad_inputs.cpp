@@ -3,6 +3,7 @@
 // large or binary:
 //   random-1m.bin            1 MiB of pseudo-random bytes (no NCCL log at all)
 //   unreadable.log           an NCCL log nobody but root may read (mode 000)
+//   private/nccl.log         an NCCL log in a directory only its owner may enter (mode 0700)
 //   fifo.log                 a FIFO no one writes to
 //   hung-init-40k.log        40,000 lines of a job hung in init: every thread starts a comm init
 //                            and none completes (the shape that made the parser quadratic)
@@ -79,6 +80,12 @@ int main(int argc, char** argv) {
     fs::remove(dir / "unreadable.log");
     write_file(dir / "unreadable.log", log.str());
     fs::permissions(dir / "unreadable.log", fs::perms::none);
+    // The same log inside a directory only its owner may enter (0700): for another user a path
+    // the CLI cannot reach (permission denied, not "no such file").
+    fs::remove_all(dir / "private");
+    fs::create_directories(dir / "private");
+    write_file(dir / "private" / "nccl.log", log.str());
+    fs::permissions(dir / "private", fs::perms::owner_all);
 
     // Host names are the text before the first ':' of an NCCL line: put 0xff into each.
     std::string bad;

@@ -152,7 +152,11 @@ std::optional<int> prepare(RunArgs& args, bool& dir_existed) {
   }
   std::error_code ec;
   dir_existed = fs::exists(args.dir, ec);
-  fs::create_directories(args.dir, ec);
+  // A directory the shims could not write to would record nothing: said now, before the job.
+  if (fs::create_directories(args.dir, ec); ec) {
+    say("run: cannot create the trace directory {}: {}", args.dir, ec.message());
+    return ncclwatch::tools::kExitError;
+  }
   args.dir = fs::absolute(args.dir, ec).lexically_normal().string();
 
   std::string preload = lib;

@@ -24,15 +24,22 @@ int run_topo(const TopoArgs& args) {
   std::vector<std::string> logs;
   for (const auto& in : args.inputs) {
     std::error_code ec;
-    if (std::filesystem::is_directory(in, ec)) {
+    const auto status = std::filesystem::status(in, ec);
+    if (ec) {
+      // The errno as it is: a directory on the way we may not enter is not a missing file.
+      ncclwatch::tools::say("{}: {}", in, ec.message());
+      return ncclwatch::tools::kExitError;
+    }
+    if (std::filesystem::is_directory(status)) {
+      if (std::filesystem::directory_iterator(in, ec); ec) {
+        ncclwatch::tools::say("{}: cannot read the directory: {}", in, ec.message());
+        return ncclwatch::tools::kExitError;
+      }
       auto found = ncclwatch::topology::find_logs(in);
       if (found.empty()) ncclwatch::tools::say("{}: no NCCL logs or dumps in this directory", in);
       logs.insert(logs.end(), found.begin(), found.end());
-    } else if (std::filesystem::exists(in, ec)) {
-      logs.push_back(in);
     } else {
-      std::fprintf(stderr, "ncclwatch: %s: no such file or directory\n", in.c_str());
-      return ncclwatch::tools::kExitError;
+      logs.push_back(in);  // an unreadable file is said by the parser, with its errno
     }
   }
   if (logs.empty()) return ncclwatch::tools::kExitError;

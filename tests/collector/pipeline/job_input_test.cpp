@@ -85,7 +85,11 @@ TEST_F(JobInputTest, UnrecognisedInputsSayWhy) {
   EXPECT_FALSE(detect({dir_.path()}));  // a directory of neither
   EXPECT_NE(error_.find("no rank traces in"), std::string::npos) << error_;
   EXPECT_FALSE(detect({dir_.file("missing")}));
-  EXPECT_NE(error_.find("no such file or directory"), std::string::npos) << error_;
+  EXPECT_NE(error_.find("missing: No such file or directory"), std::string::npos) << error_;
+  // The errno as it came, not "missing" for every failure (root may read anything, so a path
+  // through a file stands for the paths another user may not reach).
+  EXPECT_FALSE(detect({dir_.file("notes.txt") + "/x"}));
+  EXPECT_NE(error_.find("notes.txt/x: Not a directory"), std::string::npos) << error_;
   EXPECT_FALSE(detect({"/dev/null"}));  // not a regular file: never read, not recognised
   EXPECT_FALSE(detect({}));
 }
