@@ -166,18 +166,11 @@ void comm_findings(const model::JobTrace& job, const model::MatchResult& match,
 }
 
 void rank_findings(const model::JobTrace& job, model::Report& report) {
-  std::vector<int32_t> dropping, cut, salvaged;
-  uint64_t dropped = 0;
+  // Records dropped (ring full) are in the one loss warning (add_loss_finding), not here again.
+  std::vector<int32_t> cut, salvaged;
   for (const auto& r : job.ranks) {
-    if (r.info.losses.ring_full > 0) dropping.push_back(r.info.rank);
-    dropped += r.info.losses.ring_full;
     if (r.info.salvaged) salvaged.push_back(r.info.rank);
     if (!r.info.complete && !r.info.salvaged) cut.push_back(r.info.rank);
-  }
-  if (!dropping.empty()) {
-    add(report, Severity::kWarning,
-        fmt::format("{} dropped {} records (ring full); raise NCCLWATCH_RING_MB",
-                    ranks_word(dropping), dropped));
   }
   if (!salvaged.empty()) {
     add(report, Severity::kWarning,

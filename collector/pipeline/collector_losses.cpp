@@ -57,6 +57,23 @@ JobLosses job_losses(const model::JobTrace& job) {
   return out;
 }
 
+// "1,200 records dropped and 34 lost": the words and figures of the rank table's `dropped`
+// (records that never reached the ring) and `lost` (everything else, mixed units) columns.
+std::string dropped_and_lost(const model::Losses& l) {
+  const uint64_t dropped = l.dropped(), lost = l.lost();
+  if (lost == 0) return fmt::format("{} records dropped", grouped(dropped));
+  if (dropped == 0) return fmt::format("{} lost", grouped(lost));
+  return fmt::format("{} records dropped and {} lost", grouped(dropped), grouped(lost));
+}
+
+// What to change for the kinds that a setting bounds: "; raise NCCLWATCH_RING_MB".
+std::string actions(const model::Losses& l) {
+  std::string out;
+  if (l.ring_full > 0) out += "; raise NCCLWATCH_RING_MB";
+  if (l.cupti_dropped > 0) out += "; raise NCCLWATCH_CUPTI_BUFFERS";
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json losses_json(const model::Losses& losses) {
@@ -78,10 +95,11 @@ std::string describe_losses(const model::Losses& losses) {
 void add_loss_finding(const model::JobTrace& job, model::Report& report) {
   const JobLosses l = job_losses(job);
   if (l.ranks.empty()) return;
-  const uint64_t n = l.total.dropped() + l.total.lost();
-  std::string text = fmt::format(
-      "{} lost on {} of {} ranks ({}) — figures below undercount; see section \"Losses\"",
-      grouped(n), l.ranks.size(), job.ranks.size(), describe_losses(l.total));
+  // The one warning about losses (ring full included): its figures are the table's.
+  std::string text =
+      fmt::format("{} on {} of {} ranks ({}) — figures below undercount{}; see section \"Losses\"",
+                  dropped_and_lost(l.total), l.ranks.size(), job.ranks.size(),
+                  describe_losses(l.total), actions(l.total));
   // First in the list: the renderers keep the order within one severity, so only critical
   // findings (a hang) come before it.
   report.findings.insert(report.findings.begin(),

@@ -207,12 +207,13 @@ JobIndex index_job(const std::string& dir, const JobLoadOptions& options) {
         {dir, fmt::format("no trace file of job '{}' (jobs here: {})", chosen, describe(""))});
     return index;
   }
-  if (by_job.size() > 1) {
-    const std::string why = options.job.empty() ? "the one with the most ranks" : "as asked";
+  // Several jobs and none asked for: which one was taken is an input problem (a warning). A job
+  // asked for by id is exactly what was wanted: nothing to say.
+  if (by_job.size() > 1 && options.job.empty()) {
     index.problems.push_back(
-        {dir, fmt::format("directory holds {} jobs; loaded '{}' ({} files, {}); also here: {} -- "
-                          "select one with --job ID",
-                          by_job.size(), chosen, found->second.size(), why, describe(chosen))});
+        {dir, fmt::format("directory holds {} jobs; loaded '{}' ({} files, the one with the most "
+                          "ranks); also here: {} -- select one with --job ID",
+                          by_job.size(), chosen, found->second.size(), describe(chosen))});
   }
   index.job = chosen;
   index.files = drop_copies(std::move(found->second), index.problems);

@@ -52,6 +52,24 @@ TEST_F(Cli, VersionNamesTheRecordFormatAndTheBuild) {
       << r.out;
 }
 
+// --- report
+
+// A directory with two jobs: --job selects one without the warning meant for not choosing.
+TEST_F(Cli, ReportJobSelectsWithoutWarning) {
+  const fs::path dir = root_ / "two";
+  const std::string a = unique_job("a"), b = unique_job("b");
+  record_job(dir, a, "--steps 20 --colls 1");
+  record_job(dir, b, "--steps 20 --colls 1");
+  Result chosen = cli("report --no-progress " + dir.string() + " --job " + a);
+  EXPECT_EQ(chosen.rc, 0) << chosen.out << chosen.err;
+  EXPECT_FALSE(has(chosen.out + chosen.err, "select one with --job")) << chosen.out;
+  EXPECT_FALSE(has(chosen.out, "input problems")) << chosen.out;
+  // Not choosing is still said, as a warning.
+  Result unchosen = cli("report --no-progress " + dir.string());
+  EXPECT_EQ(unchosen.rc, 3) << unchosen.out << unchosen.err;
+  EXPECT_TRUE(has(unchosen.out, "select one with --job")) << unchosen.out;
+}
+
 // --- status
 
 TEST_F(Cli, StatusWithNothingToShowSaysSoAndFails) {

@@ -72,8 +72,37 @@ TEST(Pipeline, DroppedRecordsAreNamedNextToTheMissingRank) {
       "rank 2 left no record of all_reduce #5-#9 (5 instances) on comm 0x00000000deadbeef"))
       << report::render_text(res.report);
   EXPECT_TRUE(has_finding(res.report, model::Severity::kWarning, "it dropped 42 records"));
-  EXPECT_TRUE(
-      has_finding(res.report, model::Severity::kWarning, "rank 2 dropped 42 records (ring full)"));
+  EXPECT_TRUE(has_finding(res.report, model::Severity::kWarning,
+                          "42 records dropped on 1 of 4 ranks (ring full 42 records)"));
+}
+
+// A full ring is one story told once: the warning's figures are the rank table's `dropped` and
+// `lost` columns (it said "2,992 lost (ring full 2,992 records)" next to a table reading
+// "dropped 1497, lost 0", and a second warning repeated the drop).
+TEST(Pipeline, ARingFullIsOneWarningWithTheTablesFigures) {
+  JobBuilder b(2);
+  b.comm(kComm, {0, 1});
+  b.all_reduces(kComm, {0, 1}, 0, 5, 0, 1000);
+  b.job.ranks[0].info.losses.ring_full = 1497;
+  b.job.ranks[1].info.losses.ring_full = 1495;
+  b.job.ranks[1].info.losses.counts.names_lost = 7;
+  PipelineResult res = run_pipeline(b.job, quiet());
+  int mentions = 0;
+  for (const auto& f : res.report.findings) {
+    if (f.text.find("ring full") != std::string::npos ||
+        f.text.find("dropped") != std::string::npos)
+      ++mentions;
+  }
+  EXPECT_EQ(mentions, 1) << report::render_text(res.report);
+  const std::string text = report::render_text(res.report);
+  EXPECT_EQ(text.find("WARNING  [collector] 2,992 records dropped and 7 lost on 2 of 2 ranks "
+                      "(ring full 2,992 records; string table full 7 names) — figures below "
+                      "undercount; raise NCCLWATCH_RING_MB"),
+            0u)
+      << text;
+  const std::string& table = res.report.sections[0].body;
+  EXPECT_NE(table.find("1497      0"), std::string::npos) << table;
+  EXPECT_NE(table.find("1495      7"), std::string::npos) << table;
 }
 
 // Every kind of loss is said in the first line of the report, in the rank table's `lost`
@@ -96,7 +125,10 @@ TEST(Pipeline, EveryKindOfLossIsInTheFirstLinesTableAndJson) {
     PipelineResult res = run_pipeline(b.job, quiet());
     const std::string text = report::render_text(res.report);
     const std::string first = text.substr(0, text.find('\n'));
-    EXPECT_NE(first.find("1,234 lost on 1 of 4 ranks"), std::string::npos) << text;
+    EXPECT_NE(first.find(kind < 2 ? "1,234 records dropped on 1 of 4 ranks"
+                                  : "1,234 lost on 1 of 4 ranks"),
+              std::string::npos)
+        << text;
     EXPECT_NE(first.find(std::string(kinds[kind].label) + " 1,234 " + kinds[kind].unit),
               std::string::npos)
         << first;
@@ -124,6 +156,7 @@ TEST(Pipeline, NoLossNoLine) {
   b.all_reduces(kComm, {0, 1}, 0, 5, 0, 1000);
   PipelineResult res = run_pipeline(b.job, quiet());
   EXPECT_EQ(report::render_text(res.report).find("lost on"), std::string::npos);
+  EXPECT_EQ(report::render_text(res.report).find("dropped on"), std::string::npos);
   EXPECT_EQ(res.report.json["losses"]["undercount"], false);
   EXPECT_EQ(res.report.json["losses"]["total"]["ring_full"], 0);
   for (const auto& s : res.report.sections) EXPECT_NE(s.title, "Losses");
