@@ -84,9 +84,22 @@ void finish_locked(bool at_exit) {
   retire(r);
 }
 
+// Without `ncclwatch run` (which says it itself), the trace location is said once, at exit, by
+// one process per node (local rank 0, or the only one when no launcher says): a plain LD_PRELOAD
+// run would otherwise leave ./ncclwatch-local-<pid> behind without a word.
+void say_where_the_traces_went(const RecorderInstance& r) {
+  const Settings& s = r.settings();
+  if (!s.exit_line || s.local_rank > 0) return;
+  std::fprintf(stderr, "ncclwatch: traces in %s (ncclwatch report %s)\n", s.dir.c_str(),
+               s.dir.c_str());
+}
+
 void at_exit() {
   pthread_mutex_lock(&g_mutex);
+  RecorderInstance* r = g_recorder.load();
+  const bool was_recording = r != nullptr && g_state.load() == kRecording;
   finish_locked(true);
+  if (was_recording) say_where_the_traces_went(*r);
   pthread_mutex_unlock(&g_mutex);
 }
 

@@ -13,6 +13,8 @@
 #include <mutex>
 #include <utility>
 
+#include "record/launcher_variables.h"
+
 namespace ncclwatch::shim {
 namespace {
 
@@ -146,6 +148,8 @@ void read_recorder_settings(EnvLookup env, VariableReader& in, Settings& s) {
   }
   in.integer(Id::kDrainMs, 1, 10000, s.drain_ms);
   in.integer(Id::kHangS, 0, 1'000'000, s.hang_s);
+  in.flag(Id::kExitLine, s.exit_line);
+  s.local_rank = launcher::first_int(env, launcher::kLocalRank);
   in.flag(Id::kTestDrainHold, s.test_drain_hold);
   in.integer(Id::kTestClockOffsetNs, INT64_MIN, INT64_MAX, s.test_clock_offset_ns);
 }

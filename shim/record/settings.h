@@ -41,7 +41,9 @@ struct Settings {
   std::string host;  // sanitized, < 64 chars
   double ring_mb = kDefaultRingMb;
   int drain_ms = 2;
-  int hang_s = 0;  // 0 = watchdog off
+  int hang_s = 0;         // 0 = watchdog off
+  bool exit_line = true;  // NCCLWATCH_EXIT_LINE: say where the traces went at exit
+  int local_rank = -1;    // the launchers' local rank at load (launcher_variables.h), -1 unknown
   bool test_drain_hold = false;
   int64_t test_clock_offset_ns = 0;
   // The GPU timeline.

@@ -70,6 +70,47 @@ TEST_F(Cli, ReportJobSelectsWithoutWarning) {
   EXPECT_TRUE(has(unchosen.out, "select one with --job")) << unchosen.out;
 }
 
+// --- the shim at exit
+
+// Lines of `err` that say where the traces are.
+int location_lines(const std::string& err) {
+  static const std::regex line(R"((^|\n)ncclwatch: traces in )");
+  return static_cast<int>(
+      std::distance(std::sregex_iterator(err.begin(), err.end(), line), std::sregex_iterator()));
+}
+
+// A plain LD_PRELOAD run says once, at exit, where its traces went (one process per node, here 2
+// ranks of one node): ./ncclwatch-local-<pid of the launcher> when no launcher names the job.
+// Under `ncclwatch run` the shims keep quiet and run says it: once either way.
+TEST_F(Cli, TheTraceLocationIsSaidOnce) {
+  const std::string job =
+      std::string(FAKE_LAUNCHER) + " --nproc 2 -- " + FAKE_RANK + " --steps 2 --colls 1";
+  const std::string clean_env =
+      "env -u NCCLWATCH_DIR -u NCCLWATCH_JOB -u TORCHELASTIC_RUN_ID -u SLURM_JOB_ID -u PBS_JOBID "
+      "-u LSB_JOBID -u PMIX_NAMESPACE -u OMPI_MCA_orte_ess_jobid LD_PRELOAD=" +
+      std::string(NCCLWATCH_SHIM) + " ";
+  Result plain = shell(clean_env + job);
+  EXPECT_EQ(plain.rc, 0) << plain.err;
+  EXPECT_EQ(location_lines(plain.err), 1) << plain.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(
+      plain.err, m,
+      std::regex(R"(ncclwatch: traces in (\S+/ncclwatch-local-\d+) \(ncclwatch report \1\)\n)")))
+      << plain.err;
+  EXPECT_EQ(fs::path(m[1].str()).parent_path(), fs::canonical(root_)) << plain.err;
+  EXPECT_TRUE(fs::is_directory(m[1].str())) << plain.err;
+  expect_prefixed(plain.err);
+
+  Result quiet = shell("NCCLWATCH_EXIT_LINE=off " + clean_env + job);
+  EXPECT_EQ(quiet.rc, 0) << quiet.err;
+  EXPECT_EQ(location_lines(quiet.err), 0) << quiet.err;
+
+  Result run = cli("run --no-progress --dir " + (root_ / "r").string() + " -- " + job);
+  EXPECT_EQ(run.rc, 0) << run.err;
+  EXPECT_EQ(location_lines(run.err), 1) << run.err;
+  EXPECT_TRUE(has(run.err, "ncclwatch: traces in " + (root_ / "r").string())) << run.err;
+}
+
 // --- status
 
 TEST_F(Cli, StatusWithNothingToShowSaysSoAndFails) {

@@ -166,6 +166,7 @@ std::optional<int> prepare(RunArgs& args, bool& dir_existed) {
   setenv(name(Id::kDir), args.dir.c_str(), 1);
   setenv(name(Id::kJob), args.job.c_str(), 1);
   if (!args.mode.empty()) setenv(name(Id::kMode), args.mode.c_str(), 1);
+  setenv(name(Id::kExitLine), "off", 1);  // the traces' place is said here, after the job
   return std::nullopt;
 }
 

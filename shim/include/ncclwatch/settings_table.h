@@ -37,6 +37,7 @@ enum class Id : uint8_t {
   kTestClockOffsetNs,
   kTestDrainHold,
   kHangS,
+  kExitLine,
   kSetNcclEnv,
   kCount
 };
@@ -118,6 +119,9 @@ inline constexpr std::array<Variable, static_cast<std::size_t>(Id::kCount)> kVar
      "testing only: the drain writes nothing until exit (a tiny ring overflows)"},
     {Id::kHangS, "NCCLWATCH_HANG_S", Type::kInteger, Reader::kShim, "0 (off)", "0..1000000",
      "watchdog: flush and say so when a call has waited this many seconds"},
+    {Id::kExitLine, "NCCLWATCH_EXIT_LINE", Type::kSwitch, Reader::kShim, "on", "on|off",
+     "at exit, one line on stderr saying where the traces went (one process per node: local rank "
+     "0); ncclwatch run sets it off and says so itself"},
     {Id::kSetNcclEnv, "NCCLWATCH_SET_NCCL_ENV", Type::kList, Reader::kSetByShim, "unset", "",
      "the NCCL variables the shim set, so a child process's shim can tell them from the user's"},
 }};

@@ -411,8 +411,9 @@ TEST_F(PreloadTest, RealNcclPassesThrough) {
                         &preloaded),
             0)
       << preloaded;
-  auto line = [](const std::string& s) {
-    return s.substr(s.find("version_rc=")).substr(0, s.find('\n'));
+  auto line = [](const std::string& s) {  // the probe's line, whatever else was printed
+    const std::size_t at = s.find("version_rc=");
+    return s.substr(at, s.find('\n', at) - at);
   };
   ASSERT_NE(plain.find("version_rc=0 version=2"), std::string::npos) << plain;
   ASSERT_NE(preloaded.find("version_rc="), std::string::npos) << preloaded;
