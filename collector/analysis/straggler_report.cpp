@@ -76,6 +76,7 @@ std::string StragglerReport::evidence(const Straggler& s) {
       return fmt::format("transfer time per byte on its comms is {:.1f}x that of comms without it",
                          e.transfer_ratio);
     case Cause::kUnknown:
+    case Cause::kCount:
       break;
   }
   if (e.host_only) {
@@ -113,6 +114,7 @@ std::string StragglerReport::because(const Straggler& s) {
           "switch?)",
           e.transfer_ratio);
     case Cause::kUnknown:
+    case Cause::kCount:
       break;
   }
   if (e.host_only || e.no_compute) return "cause unknown (" + evidence(s) + ")";
@@ -163,6 +165,7 @@ std::string StragglerReport::line(const Straggler& s, const std::string& what) {
           who(s.rank, s.host), human_time(s.lateness_ns), s.spike_steps.size(), s.steady_steps,
           step_list(s.spike_steps), where(s), cost(s), because(s));
     case Pattern::kPersistent:
+    case Pattern::kCount:
       break;
   }
   if (s.steady_steps == 0 || s.late_steps == 0) {  // no steps: per-collective samples

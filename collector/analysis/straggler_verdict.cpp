@@ -11,6 +11,7 @@
 #include "analysis/robust_stats.h"
 #include "analysis/straggler_cause.h"
 #include "analysis/units.h"
+#include "model/enum_table.h"
 #include "model/saturating.h"
 #include "trace/parallel_for.h"
 
@@ -22,8 +23,9 @@ using model::sat_sub;
 namespace {
 
 // One name table per enum: the text report and the JSON both use these names.
-constexpr const char* kPatternNames[] = {"persistent", "periodic", "spikes"};
-constexpr const char* kCauseNames[] = {"unknown", "gpu-slow", "host-stall", "network"};
+constexpr auto kPatternNames = model::enum_names<Pattern>({"persistent", "periodic", "spikes"});
+constexpr auto kCauseNames =
+    model::enum_names<Cause>({"unknown", "gpu-slow", "host-stall", "network"});
 
 }  // namespace
 

@@ -39,11 +39,11 @@ inline constexpr double kSpikeStepShare = 0.10;
 inline constexpr double kAlpha = 0.01;       // family-wise false-straggler rate per job
 inline constexpr double kWarnCostPct = 1.0;  // a straggler costing less is info, not a warning
 
-enum class Pattern : uint8_t { kPersistent, kPeriodic, kSpikes };
+enum class Pattern : uint8_t { kPersistent, kPeriodic, kSpikes, kCount };
 const char* to_string(Pattern p);
 
 // Why a straggler is late. Names (text and JSON): gpu-slow, host-stall, network, unknown.
-enum class Cause : uint8_t { kUnknown, kGpuSlow, kHostStall, kNetwork };
+enum class Cause : uint8_t { kUnknown, kGpuSlow, kHostStall, kNetwork, kCount };
 const char* to_string(Cause c);
 
 // The figures behind a cause; the report writer turns them into prose.

@@ -1,5 +1,6 @@
 #include "trace/record_names.h"
 
+#include "model/enum_table.h"
 #include "model/func_names.h"
 
 #include <array>
@@ -8,20 +9,20 @@
 namespace ncclwatch::trace {
 namespace {
 
-constexpr std::array<const char*, static_cast<std::size_t>(format::RecordKind::kCount)> kKindNames =
-    {"invalid", "call",        "group",    "comm",   "comm_end", "identity",  "clock",     "kernel",
-     "string",  "kernel_link", "coll_gpu", "launch", "nvtx",     "unique_id", "in_flight", "sched"};
+using model::enum_names;
 
 // One table per enum of the record format, indexed by the raw value.
-constexpr std::array<const char*, 3> kActivityNames = {"kernel", "memcpy", "memset"};
-constexpr std::array<const char*, 5> kLaunchApiNames = {"other", "runtime_kernel", "runtime_graph",
-                                                        "driver_kernel", "driver_graph"};
-constexpr std::array<const char*, 3> kRankSourceNames = {"unknown", "env", "first_comm"};
-constexpr std::array<const char*, 4> kInFlightSourceNames = {"drain", "exit", "salvage",
-                                                             "watchdog"};
+constexpr auto kKindNames = enum_names<format::RecordKind>(
+    {"invalid", "call", "group", "comm", "comm_end", "identity", "clock", "kernel", "string",
+     "kernel_link", "coll_gpu", "launch", "nvtx", "unique_id", "in_flight", "sched"});
+constexpr auto kActivityNames = enum_names<format::ActivityKind>({"kernel", "memcpy", "memset"});
+constexpr auto kLaunchApiNames = enum_names<format::LaunchApi>(
+    {"other", "runtime_kernel", "runtime_graph", "driver_kernel", "driver_graph"});
+constexpr auto kRankSourceNames = enum_names<format::RankSource>({"unknown", "env", "first_comm"});
+constexpr auto kInFlightSourceNames =
+    enum_names<format::InFlightSource>({"drain", "exit", "salvage", "watchdog"});
+// Trace states are constants (1-3), not an enum.
 constexpr std::array<const char*, 3> kTraceStateNames = {"open", "closed", "salvaged"};
-static_assert(static_cast<unsigned>(format::InFlightSource::kWatchdog) + 1 ==
-              kInFlightSourceNames.size());
 static_assert(format::kTraceStateOpen == 1 && format::kTraceStateSalvaged == 3);
 
 std::string unknown(unsigned raw) {

@@ -214,7 +214,7 @@ struct CommEndRecord {
 
 // Identity learned during the run (the global rank may only be known at first comm init).
 // prefix.u8a = RankSource.
-enum class RankSource : uint8_t { kUnknown = 0, kEnv = 1, kFirstComm = 2 };
+enum class RankSource : uint8_t { kUnknown = 0, kEnv = 1, kFirstComm = 2, kCount };
 struct IdentityRecord {
   RecordPrefix prefix;
   int32_t rank;
@@ -236,7 +236,7 @@ struct ClockRecord {
 
 // GPU activity. prefix.u8a = ActivityKind, prefix.u8b = device ordinal, prefix.tid = CUPTI
 // stream id. Timestamps already converted to the host clock.
-enum class ActivityKind : uint8_t { kKernel = 0, kMemcpy = 1, kMemset = 2 };
+enum class ActivityKind : uint8_t { kKernel = 0, kMemcpy = 1, kMemset = 2, kCount };
 inline constexpr uint8_t kKernelIsNccl =
     1u << 0;  // name says NCCL (ncclKernel_, ncclDevKernel_, ncclSymk)
 inline constexpr uint8_t kKernelFromGraph = 1u << 1;  // replayed from a CUDA graph
@@ -298,7 +298,8 @@ enum class LaunchApi : uint8_t {
   kRuntimeKernel = 1,
   kRuntimeGraph = 2,
   kDriverKernel = 3,
-  kDriverGraph = 4
+  kDriverGraph = 4,
+  kCount  // not a value: the number of values (the readers' name tables are checked against it)
 };
 struct LaunchRecord {
   RecordPrefix prefix;
@@ -355,7 +356,7 @@ static_assert(sizeof(CallEntry) == 48);
 // exit), and by `ncclwatch collect` from the slots of a dead process's segment. A call may get
 // more than one (same tid and t_enter_ns); the record written on return supersedes them all.
 // prefix.u8a = Func, prefix.flags = kCall* bits, prefix.u8b = InFlightSource, prefix.tid = thread.
-enum class InFlightSource : uint8_t { kDrain = 0, kExit = 1, kSalvage = 2, kWatchdog = 3 };
+enum class InFlightSource : uint8_t { kDrain = 0, kExit = 1, kSalvage = 2, kWatchdog = 3, kCount };
 struct InFlightRecord {
   RecordPrefix prefix;
   int64_t t_seen_ns;  // when the call was seen still in flight (host clock)
