@@ -5,15 +5,15 @@
 #include <fmt/format.h>
 
 #include "analysis/units.h"
+#include "model/vocabulary.h"
 
 namespace ncclwatch::analysis {
 namespace {
 
 constexpr std::size_t kMaxRankRows = 32;
 
-double us(int64_t ns) {
-  return static_cast<double>(ns) / 1000.0;
-}
+using model::us;
+
 double pct(int64_t part, int64_t whole) {
   return whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }

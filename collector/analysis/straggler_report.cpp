@@ -5,9 +5,12 @@
 #include <fmt/format.h>
 
 #include "analysis/units.h"
+#include "model/vocabulary.h"
 
 namespace ncclwatch::analysis {
 namespace {
+
+using model::us;
 
 constexpr std::size_t kMaxFindings = 5;
 constexpr std::size_t kMaxTableRows = 32;
@@ -23,10 +26,6 @@ std::string step_list(const std::vector<std::size_t>& steps) {
   }
   if (steps.size() > 4) out += ", ...";
   return out;
-}
-
-double us(double ns) {
-  return ns / 1000.0;
 }
 
 std::string ordinal(std::size_t n) {

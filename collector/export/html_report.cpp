@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "model/vocabulary.h"
+
 namespace ncclwatch::exporter {
 namespace {
 
@@ -19,17 +21,7 @@ double num(const json& j, const char* key) {
   return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
 }
 
-const char* severity_name(model::Severity s) {
-  switch (s) {
-    case model::Severity::kCritical:
-      return "critical";
-    case model::Severity::kWarning:
-      return "warning";
-    case model::Severity::kInfo:
-      break;
-  }
-  return "info";
-}
+using model::severity_name;
 
 // Group g of `groups` over n items covers [g*n/groups, (g+1)*n/groups).
 std::size_t group_of(std::size_t i, std::size_t n, std::size_t groups) {

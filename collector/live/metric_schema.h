@@ -6,7 +6,10 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 
+#include "model/enum_table.h"
+#include "model/func_names.h"
 #include "ncclwatch/format.h"
 
 namespace ncclwatch::live {
@@ -27,53 +30,27 @@ enum class MetricOp : uint8_t {
 };
 inline constexpr std::size_t kMetricOps = static_cast<std::size_t>(MetricOp::kCount);
 
+// The NCCL function of each op (its label value is that function's name in the report).
+inline constexpr auto kMetricOpFuncs = model::enum_table<MetricOp>(
+    {format::Func::kAllReduce, format::Func::kBroadcast, format::Func::kReduce,
+     format::Func::kAllGather, format::Func::kReduceScatter, format::Func::kAlltoAll,
+     format::Func::kGather, format::Func::kScatter, format::Func::kSend, format::Func::kRecv});
+
 // The op of a collective or p2p call; false for everything else (groups, comm management).
 constexpr bool metric_op(format::Func f, MetricOp* op) {
-  using format::Func;
-  switch (f) {
-    case Func::kAllReduce:
-      *op = MetricOp::kAllReduce;
+  if (f == format::Func::kBcast) f = format::Func::kBroadcast;  // the legacy name of the op
+  for (std::size_t i = 0; i < kMetricOps; ++i) {
+    if (kMetricOpFuncs[i] == f) {
+      *op = static_cast<MetricOp>(i);
       return true;
-    case Func::kBroadcast:
-    case Func::kBcast:
-      *op = MetricOp::kBroadcast;
-      return true;
-    case Func::kReduce:
-      *op = MetricOp::kReduce;
-      return true;
-    case Func::kAllGather:
-      *op = MetricOp::kAllGather;
-      return true;
-    case Func::kReduceScatter:
-      *op = MetricOp::kReduceScatter;
-      return true;
-    case Func::kAlltoAll:
-      *op = MetricOp::kAlltoAll;
-      return true;
-    case Func::kGather:
-      *op = MetricOp::kGather;
-      return true;
-    case Func::kScatter:
-      *op = MetricOp::kScatter;
-      return true;
-    case Func::kSend:
-      *op = MetricOp::kSend;
-      return true;
-    case Func::kRecv:
-      *op = MetricOp::kRecv;
-      return true;
-    default:
-      return false;
+    }
   }
+  return false;
 }
 
-// Label values: the names the report uses for the same ops.
+// Label values: the names the report uses for the same ops (model::func_name).
 constexpr const char* metric_op_name(MetricOp op) {
-  constexpr const char* kNames[] = {"all_reduce",     "broadcast",  "reduce", "all_gather",
-                                    "reduce_scatter", "all_to_all", "gather", "scatter",
-                                    "send",           "recv"};
-  static_assert(sizeof kNames / sizeof kNames[0] == kMetricOps);
-  return kNames[static_cast<std::size_t>(op)];
+  return model::func_name(kMetricOpFuncs[static_cast<std::size_t>(op)]);
 }
 
 // Size classes of the collective-time histograms: latency-bound, small, bandwidth-bound, large
@@ -87,6 +64,7 @@ constexpr std::size_t size_class(uint64_t bytes) {
 }
 constexpr const char* size_class_name(std::size_t c) {
   constexpr const char* kNames[] = {"0-64KiB", "64KiB-1MiB", "1-16MiB", "16MiB+"};
+  static_assert(std::size(kNames) == kSizeClasses, "one name per size class");
   return c < kSizeClasses ? kNames[c] : "16MiB+";
 }
 

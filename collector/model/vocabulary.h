@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <type_traits>
 
 #include "model/job_trace.h"
 #include "model/report.h"
@@ -32,8 +33,11 @@ inline const char* severity_name(Severity s) {
   return "info";
 }
 
-// JSON times are microseconds (docs/report-schema.md).
-inline double us(int64_t ns) {
+// JSON times are microseconds (docs/report-schema.md); nanoseconds as counted (int64) or as
+// averaged (double).
+template <typename Ns>
+requires std::is_arithmetic_v<Ns>
+double us(Ns ns) {
   return static_cast<double>(ns) / 1000.0;
 }
 

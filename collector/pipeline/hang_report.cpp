@@ -45,7 +45,7 @@ void add_hang_verdict(const model::JobTrace& job, const model::MatchResult& matc
       {"comm", v.comm_id != 0 ? json(comm_hex(v.comm_id)) : json(nullptr)},
       {"seq", v.has_seq ? json(v.seq) : json(nullptr)},
       {"op", match::func_name(v.func)},
-      {"via", v.via == format::Func::kGroupEnd ? json("group_end") : json(nullptr)},
+      {"via", v.via == format::Func::kGroupEnd ? json(match::func_name(v.via)) : json(nullptr)},
       {"bytes", v.bytes},
       {"comm_size", v.comm_size},
       {"waiting_ranks", v.waiting_ranks},
