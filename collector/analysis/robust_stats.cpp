@@ -17,15 +17,6 @@ double ln_factorial(double n) {
 
 }  // namespace
 
-double mad_sigma(const std::vector<double>& v) {
-  if (v.size() < 2) return 0;
-  const double m = median(v);
-  std::vector<double> dev;
-  dev.reserve(v.size());
-  for (double x : v) dev.push_back(std::fabs(x - m));
-  return 1.4826 * median(std::move(dev));
-}
-
 double binomial_tail(uint64_t n, uint64_t k, double p) {
   if (k == 0) return 1.0;
   if (k > n) return 0.0;

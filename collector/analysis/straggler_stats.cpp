@@ -6,6 +6,7 @@
 #include <map>
 
 #include "model/median.h"
+#include "model/robust_spread.h"
 #include "model/saturating.h"
 #include "trace/parallel_for.h"
 
@@ -13,18 +14,6 @@ namespace ncclwatch::analysis {
 
 using model::sat_add;
 using model::sat_sub;
-namespace {
-
-// Robust spread (≈ σ for Gaussian jitter) that one persistent offset does not inflate.
-int64_t robust_spread(std::vector<int64_t> v) {
-  if (v.size() < 2) return 0;
-  const int64_t med = model::median_in_place(std::span<int64_t>(v));
-  for (int64_t& x : v) x = x > med ? sat_sub(x, med) : sat_sub(med, x);
-  return static_cast<int64_t>(1.4826 * static_cast<double>(model::median(std::move(v))));
-}
-
-}  // namespace
-
 namespace {
 
 // Per member of a used instance, what the instance says about it (pass 1, per instance).
@@ -233,7 +222,7 @@ struct RankPass {
       add_member(layout.by_rank[j], step_first_call, s, lateness, fair_sum);
     if (s.instances) {
       s.fair_last_pct = s.decided ? 100.0 * fair_sum / static_cast<double>(s.decided) : 0.0;
-      s.lateness_spread_ns = robust_spread(std::move(lateness));
+      s.lateness_spread_ns = model::robust_spread(std::move(lateness));
     }
   }
 

@@ -172,7 +172,7 @@ void Verdict::describe() {
                              static_cast<double>(o.plan.steady_steps()));
     }
   }
-  out_.step_ns = static_cast<int64_t>(median(step_lengths));
+  out_.step_ns = model::sat_int64(median(step_lengths));
   out_.instances = arrivals_.gpu_instances + arrivals_.host_instances;
   out_.tie_ns = arrivals_.tie_ns;
   out_.gpu_instances = arrivals_.gpu_instances;
@@ -271,22 +271,22 @@ void Verdict::thresholds() {
   for_active([&](std::size_t i) {
     const std::vector<double> v = smp_[active_[i]].values();
     counts[i] = static_cast<double>(v.size());
-    if (v.size() >= 2) rank_sigma[i] = stats::mad_sigma(v);
+    if (v.size() >= 2) rank_sigma[i] = stats::robust_spread(v);
   });
   std::vector<double> sigmas;
   for (std::size_t i = 0; i < active_.size(); ++i) {
     if (counts[i] >= 2) sigmas.push_back(rank_sigma[i]);
   }
   sigma_ = median(sigmas);
-  out_.stats.noise_ns = static_cast<int64_t>(sigma_);
+  out_.stats.noise_ns = model::sat_int64(sigma_);
   nact_ = static_cast<double>(active_.size());
   z_ = stats::normal_upper_quantile(out_.alpha / nact_);
   const double k_med = std::max(1.0, median(counts));
   const double step = static_cast<double>(out_.step_ns);
   out_.late_ns =
-      static_cast<int64_t>(std::max({static_cast<double>(kLateFloorNs), kLateStepShare * step,
-                                     z_ * 1.2533 * sigma_ / std::sqrt(k_med)}));
-  out_.spike_ns = static_cast<int64_t>(std::max(
+      model::sat_int64(std::max({static_cast<double>(kLateFloorNs), kLateStepShare * step,
+                                 z_ * 1.2533 * sigma_ / std::sqrt(k_med)}));
+  out_.spike_ns = model::sat_int64(std::max(
       {static_cast<double>(kSpikeFloorNs), kSpikeStepShare * step, kSpikeNoiseFactor * sigma_}));
   late_ = static_cast<double>(out_.late_ns);
   spike_t_ = static_cast<double>(out_.spike_ns);
@@ -329,7 +329,7 @@ void Verdict::null_of_medians() {
     if (!std::isnan(e)) es.push_back(e);
   }
   median_e_ = median(es);
-  spread_e_ = stats::mad_sigma(es);
+  spread_e_ = stats::robust_spread(es);
 }
 
 void Verdict::judge_ranks() {

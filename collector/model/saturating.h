@@ -30,6 +30,16 @@ inline int64_t sat_abs(int64_t a) {
   return a < 0 ? sat_neg(a) : a;
 }
 
+// A double (nanoseconds scaled, averaged, or a spread) as int64, clamped to the int64 range, NaN
+// as 0. A plain static_cast of a value outside the range is undefined behaviour.
+inline int64_t sat_int64(double x) {
+  constexpr double kTwo63 = 9223372036854775808.0;  // 2^63, exact in a double
+  if (x != x) return 0;
+  if (x >= kTwo63) return std::numeric_limits<int64_t>::max();
+  if (x < -kTwo63) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(x);
+}
+
 inline int64_t sat_mul(int64_t a, int64_t b) {
   int64_t r = 0;
   if (!__builtin_mul_overflow(a, b, &r)) return r;
