@@ -36,7 +36,7 @@ __attribute__((constructor)) void set_up_environment_at_load() {
     set_clock_test_offset_ns(config.test_clock_offset_ns);
     // NCCL reads these at its own initialisation, which is after main started; the trace dir
     // is the one the recorder will use (the same snapshot).
-    prepare_nccl_logging(config.enabled ? config.dir.c_str() : nullptr,
+    prepare_nccl_logging(config.enabled ? config.dir.c_str() : nullptr, config.host.c_str(),
                          config.inherited_nccl_env ? config.inherited_nccl_env->c_str() : nullptr);
     route_nvtx_to_cupti(config);
     // Registered first, run (nearly) last: NCCL calls in the application's atexit handlers and

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "launcher_variables.h"
+#include "ncclwatch/names.h"
 
 namespace ncclwatch::shim {
 namespace {
@@ -78,7 +79,20 @@ class Setter {
   std::string list_;
 };
 
-void set_variables(const char* trace_dir) {
+// "<host>.<pid>", as in the trace's name (ncclwatch.<host>.<pid>.trace): NCCL opens the dump
+// paths as given (it expands %h and %p in NCCL_DEBUG_FILE only), so without the pid the
+// processes of containers that share a host name overwrite each other's dumps in a shared dir.
+std::string dump_name_part(const char* host) {
+  std::string name = host != nullptr ? host : "";
+  if (name.empty()) {
+    char buf[256] = {};
+    if (::gethostname(buf, sizeof buf - 1) == 0) name = buf;
+  }
+  // A '/' would leave the directory, anything else odd makes a name hard to handle.
+  return format::sanitize_name(name) + "." + std::to_string(static_cast<long>(::getpid()));
+}
+
+void set_variables(const char* trace_dir, const char* host) {
   char buf[4096];
   Setter set;
 
@@ -98,24 +112,19 @@ void set_variables(const char* trace_dir) {
   const auto getenv = [](const char* name) -> const char* { return std::getenv(name); };
   const int local_rank = launcher::first_int(getenv, launcher::kLocalRank);
   if (local_rank <= 0) {
-    char host[256] = "unknown";
-    if (::gethostname(host, sizeof host) != 0) std::strcpy(host, "unknown");
-    host[sizeof host - 1] = '\0';
-    // A host name with '/' would escape the directory; keep the file name plain.
-    for (char* c = host; *c != '\0'; ++c)
-      if (*c == '/') *c = '_';
+    const std::string name = dump_name_part(host);
     const int rank = launcher::first_int(getenv, launcher::kRank);
     char rank_text[32];
     std::snprintf(rank_text, sizeof rank_text, "%d", rank);
 
     if (!is_set("NCCL_TOPO_DUMP_FILE")) {
-      int n = std::snprintf(buf, sizeof buf, "%s/nccl-topo.%s.xml", trace_dir, host);
+      int n = std::snprintf(buf, sizeof buf, "%s/nccl-topo.%s.xml", trace_dir, name.c_str());
       set.set_default("NCCL_TOPO_DUMP_FILE", buf, n, sizeof buf);
       if (rank >= 0 && is_set("NCCL_TOPO_DUMP_FILE"))
         set.set_default("NCCL_TOPO_DUMP_FILE_RANK", rank_text);
     }
     if (!is_set("NCCL_GRAPH_DUMP_FILE")) {
-      int n = std::snprintf(buf, sizeof buf, "%s/nccl-graph.%s.xml", trace_dir, host);
+      int n = std::snprintf(buf, sizeof buf, "%s/nccl-graph.%s.xml", trace_dir, name.c_str());
       set.set_default("NCCL_GRAPH_DUMP_FILE", buf, n, sizeof buf);
       if (rank >= 0 && is_set("NCCL_GRAPH_DUMP_FILE"))
         set.set_default("NCCL_GRAPH_DUMP_FILE_RANK", rank_text);
@@ -126,13 +135,14 @@ void set_variables(const char* trace_dir) {
 
 }  // namespace
 
-void prepare_nccl_logging(const char* trace_dir, const char* inherited_marker) noexcept {
+void prepare_nccl_logging(const char* trace_dir, const char* host,
+                          const char* inherited_marker) noexcept {
   try {
     drop_inherited(inherited_marker);
     // A newline would make the marker ambiguous; such a directory gets no NCCL logs.
     if (trace_dir == nullptr || trace_dir[0] == '\0' || std::strchr(trace_dir, '\n') != nullptr)
       return;
-    set_variables(trace_dir);
+    set_variables(trace_dir, host);
   } catch (...) {
     // Out of memory at load: leave NCCL's logging as the user has it.
   }

@@ -33,12 +33,16 @@ inline constexpr const char* kNcclEnvMarker = settings::name(settings::Id::kSetN
 //  - NCCL_DEBUG or NCCL_DEBUG_FILE set by the user: the debug variables are left alone (INFO
 //    without a file would print to the user's stdout; a user's file is the user's).
 //  - NCCL_TOPO_DUMP_FILE / NCCL_GRAPH_DUMP_FILE, each if unset, on the first process of each
-//    node (local rank 0, or no local rank known): <trace_dir>/nccl-topo.<host>.xml and
-//    nccl-graph.<host>.xml, with NCCL_*_DUMP_FILE_RANK = the global RANK when known. The ranks
+//    node (local rank 0, or no local rank known): <trace_dir>/nccl-topo.<host>.<pid>.xml and
+//    nccl-graph.<host>.<pid>.xml, named like the process's trace (`host`: the sanitized host name
+//    the trace uses; null or empty: gethostname, sanitized), with NCCL_*_DUMP_FILE_RANK = the
+//    global RANK when known. NCCL does not expand %h/%p in these two, so the shim writes them.
+//    The ranks
 //    come from the launchers' variables present at load (launcher_variables.h: LOCAL_RANK,
 //    OMPI_COMM_WORLD_LOCAL_RANK, ..., SLURM_LOCALID): a script that sets them itself after
 //    start-up is not seen.
 //  - What was set is listed in kNcclEnvMarker (removed when nothing was).
-void prepare_nccl_logging(const char* trace_dir, const char* inherited_marker) noexcept;
+void prepare_nccl_logging(const char* trace_dir, const char* host,
+                          const char* inherited_marker) noexcept;
 
 }  // namespace ncclwatch::shim

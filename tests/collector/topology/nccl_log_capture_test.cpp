@@ -1,5 +1,6 @@
 // The shim's NCCL log capture, through the environment (no LD_PRELOAD needed).
 #include "nccl_log_capture.h"
+#include "ncclwatch/names.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -28,9 +29,11 @@ const char* const kVars[] = {"NCCL_DEBUG",
                              "MV2_COMM_WORLD_LOCAL_RANK",
                              "MV2_COMM_WORLD_RANK"};
 
-// As the load-time constructor calls it: with the marker the process inherited.
-void prepare(const char* trace_dir) {
-  ncclwatch::shim::prepare_nccl_logging(trace_dir, std::getenv(ncclwatch::shim::kNcclEnvMarker));
+// As the load-time constructor calls it: with the marker the process inherited (and the host
+// name from gethostname, as without NCCLWATCH_HOST).
+void prepare(const char* trace_dir, const char* host = nullptr) {
+  ncclwatch::shim::prepare_nccl_logging(trace_dir, host,
+                                        std::getenv(ncclwatch::shim::kNcclEnvMarker));
 }
 
 class Capture : public ::testing::Test {
@@ -43,10 +46,11 @@ class Capture : public ::testing::Test {
     const char* v = std::getenv(name);
     return v == nullptr ? "<unset>" : v;
   }
-  static std::string host() {
+  // "<host>.<pid>" of this process's dump names (the trace's naming).
+  static std::string host_pid() {
     char h[256] = {};
     ::gethostname(h, sizeof h - 1);
-    return h;
+    return ncclwatch::format::sanitize_name(h) + "." + std::to_string(::getpid());
   }
 };
 
@@ -59,10 +63,23 @@ TEST_F(Capture, NothingSetGivesInfoLogIntoTheTraceDirAndDumpsOnLocalRankZero) {
   std::string subsys = env("NCCL_DEBUG_SUBSYS");
   EXPECT_NE(subsys.find("INIT"), std::string::npos);
   EXPECT_NE(subsys.find("GRAPH"), std::string::npos);
-  EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE"), "/tmp/trace/nccl-topo." + host() + ".xml");
-  EXPECT_EQ(env("NCCL_GRAPH_DUMP_FILE"), "/tmp/trace/nccl-graph." + host() + ".xml");
+  EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE"), "/tmp/trace/nccl-topo." + host_pid() + ".xml");
+  EXPECT_EQ(env("NCCL_GRAPH_DUMP_FILE"), "/tmp/trace/nccl-graph." + host_pid() + ".xml");
   EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE_RANK"), "8");
   EXPECT_EQ(env("NCCL_GRAPH_DUMP_FILE_RANK"), "8");
+}
+
+// Containers that share a host name share the dump's directory too: the pid keeps their dumps
+// apart (NCCL does not expand %p in these variables), and the host name is sanitized like in
+// the trace's name (a '/' would leave the directory).
+TEST_F(Capture, DumpNamesAreTheSanitizedHostAndThePid) {
+  prepare("/tmp/trace", "node 7/../x<y>");
+  const std::string pid = std::to_string(::getpid());
+  EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE"), "/tmp/trace/nccl-topo.node_7_.._x_y_." + pid + ".xml");
+  EXPECT_EQ(env("NCCL_GRAPH_DUMP_FILE"), "/tmp/trace/nccl-graph.node_7_.._x_y_." + pid + ".xml");
+  SetUp();
+  prepare("/tmp/trace", "");  // no name given: this host's, sanitized
+  EXPECT_EQ(env("NCCL_TOPO_DUMP_FILE"), "/tmp/trace/nccl-topo." + host_pid() + ".xml");
 }
 
 TEST_F(Capture, OtherLocalRanksDumpNothing) {

@@ -1,8 +1,13 @@
 // The XML reader and NCCL's topology / graph dumps.
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "topology/dump_reader.h"
 #include "topology/log_parser.h"
+#include "topology/topology_report.h"
 #include "topology/xml_reader.h"
 
 namespace ncclwatch::topology {
@@ -128,6 +133,29 @@ TEST(Dumps, TruncatedAndForeignXml) {
   ASSERT_EQ(s.problems.size(), 1u);
   EXPECT_EQ(s.problems[0].source, "other.xml");
   EXPECT_EQ(s.problems[0].message, "XML, but not an NCCL topology or graph dump");
+}
+
+// The shim names the dumps nccl-topo.<host>.<pid>.xml / nccl-graph.<host>.<pid>.xml (like the
+// trace); traces written before were nccl-topo.<host>.xml. A trace dir finds and reads both.
+TEST(Dumps, BothNamingsAreFoundInATraceDirAndRead) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("ncclwatch-dumps-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "nccl-topo.node0.xml") << kTopo;         // before the pid was added
+  std::ofstream(dir / "nccl-topo.node1.4242.xml") << kTopo;    // now
+  std::ofstream(dir / "nccl-graph.node1.4242.xml") << kGraph;  // now
+  std::ofstream(dir / "nccl-topo.node1.4242.xml.swp") << "";   // not a dump
+  const std::vector<std::string> logs = find_logs(dir.string());
+  LogParser p;
+  for (const auto& path : logs) p.add_file(path);
+  const LogSet set = p.take();
+  fs::remove_all(dir);
+  ASSERT_EQ(logs.size(), 3u);
+  EXPECT_EQ(set.topo_dumps.size(), 2u);
+  EXPECT_EQ(set.graph_dumps.size(), 1u);
+  EXPECT_TRUE(set.problems.empty());
 }
 
 }  // namespace

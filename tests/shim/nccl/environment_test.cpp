@@ -25,13 +25,18 @@ bool exists(const std::string& p) {
   return lstat(p.c_str(), &st) == 0;
 }
 
-int count_entries(const std::string& dir, const std::string& prefix) {
-  int n = 0;
+std::vector<std::string> entries(const std::string& dir, const std::string& prefix) {
+  std::vector<std::string> names;
   if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) n += std::string(e->d_name).rfind(prefix, 0) == 0 ? 1 : 0;
+    while (dirent* e = readdir(d))
+      if (std::string(e->d_name).rfind(prefix, 0) == 0) names.push_back(e->d_name);
     closedir(d);
   }
-  return n;
+  return names;
+}
+
+int count_entries(const std::string& dir, const std::string& prefix) {
+  return static_cast<int>(entries(dir, prefix).size());
 }
 
 class EnvironmentTest : public ::testing::Test {
@@ -104,7 +109,14 @@ TEST_F(EnvironmentTest, LaunchersRanksAtLoadDecideTheTopologyDump) {
   std::string out;
   ASSERT_EQ(probe({"unchanged"}, {"LOCAL_RANK=0", "RANK=8"}, &out), 0) << out;
   EXPECT_TRUE(has_line(out, "NCCL_TOPO_DUMP_FILE_RANK=8")) << out;
-  EXPECT_NE(out.find("NCCL_TOPO_DUMP_FILE=" + dir_ + "/nccl-topo."), std::string::npos) << out;
+  // Named like the process's trace, ncclwatch.<host>.<pid>.trace (NCCLWATCH_HOST=h here).
+  const auto traces = entries(dir_, "ncclwatch.h.");
+  ASSERT_EQ(traces.size(), 1u);
+  const std::string host_pid = traces[0].substr(10, traces[0].size() - 10 - 6);  // "h.<pid>"
+  EXPECT_TRUE(has_line(out, "NCCL_TOPO_DUMP_FILE=" + dir_ + "/nccl-topo." + host_pid + ".xml"))
+      << out;
+  EXPECT_TRUE(has_line(out, "NCCL_GRAPH_DUMP_FILE=" + dir_ + "/nccl-graph." + host_pid + ".xml"))
+      << out;
   ASSERT_EQ(probe({"unchanged"}, {"SLURM_LOCALID=2", "SLURM_PROCID=10"}, &out), 0) << out;
   EXPECT_TRUE(has_line(out, "NCCL_TOPO_DUMP_FILE=<unset>")) << out;
   EXPECT_TRUE(has_line(out, "NCCL_DEBUG=INFO")) << out;
