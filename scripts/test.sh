@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs every test: the normal build, then the whole suite under ASan+UBSan, then the ring's
-# concurrency tests (label "tsan") under TSan, then each libFuzzer target (Clang) for a bounded
-# time. `scripts/test.sh --quick` runs the normal build only.
+# Runs every test: the normal build, then the product alone as a packager builds it (tests off),
+# then the whole suite under ASan+UBSan, then the ring's concurrency tests (label "tsan") under
+# TSan, then each libFuzzer target (Clang) for a bounded time. `scripts/test.sh --quick` runs the
+# normal build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -28,6 +29,13 @@ reader_venv build/tb-venv torch_tb_profiler \
 (cd build && ctest --output-on-failure -j "$jobs" -LE bench)
 
 if [ "$quick" = 1 ]; then exit 0; fi
+
+echo "== Product alone (NCCLWATCH_BUILD_TESTS=OFF: no GoogleTest, fakes or benchmarks)"
+# Only that it configures, builds and runs: -O0 without debug info keeps the stage short.
+cmake -S . -B build-notests -G Ninja -DNCCLWATCH_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DCMAKE_C_FLAGS_DEBUG=-O0 >/dev/null
+cmake --build build-notests -j "$jobs"
+build-notests/tools/ncclwatch --help >/dev/null
 
 echo "== ASan+UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNCCLWATCH_SANITIZE=address \

@@ -1,36 +1,56 @@
 #!/usr/bin/env bash
-# install_consumer_test.sh BUILD_DIR CONSUMER_SRC CMAKE CXX
-# Installs BUILD_DIR into a temporary prefix, builds the consumer project against it with
-# find_package(ncclwatch), runs it, and checks what a packager relies on: the SONAME of
-# libncclwatch.so, format.h in include/ncclwatch, and that the installed CLI finds the installed
-# library (`ncclwatch run` on a command that makes no NCCL call).
+# install_consumer_test.sh BUILD_DIR CONSUMER_SRC CMAKE CXX [BREAK]
+# Installs BUILD_DIR into a temporary prefix and checks what a packager relies on: the SONAME of
+# libncclwatch.so, format.h in include/ncclwatch, that the installed CLI finds and preloads the
+# installed library by itself and passes the command's exit status through (`ncclwatch run` on
+# a command that makes no NCCL call and exits 7: a crash or a missing library is another
+# status); then builds the consumer project against the prefix with find_package(ncclwatch) and
+# runs it.
+# BREAK damages the installed tree first, to show that the checks fail when they should
+# (CTest runs each and expects the FAIL line): no-library (libncclwatch.so removed),
+# crashing-cli (bin/ncclwatch replaced by a program that dies of SIGSEGV).
 set -euo pipefail
-build=$1 src=$2 cmake=$3 cxx=$4
+build=$1 src=$2 cmake=$3 cxx=$4 break=${5:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
 
 "$cmake" --install "$build" --prefix "$prefix" >/dev/null
-libdir=$(dirname "$(find "$prefix" -name 'libncclwatch.so' | head -1)")
-[ -n "$libdir" ] || { echo "FAIL: no libncclwatch.so installed"; exit 1; }
-soname=$(objdump -p "$libdir/libncclwatch.so" | awk '/SONAME/ {print $2}')
-[ "$soname" = "libncclwatch.so.0" ] || { echo "FAIL: SONAME is '$soname'"; exit 1; }
-[ -f "$prefix/include/ncclwatch/format.h" ] || { echo "FAIL: format.h not installed"; exit 1; }
-[ -x "$prefix/bin/ncclwatch" ] || { echo "FAIL: bin/ncclwatch not installed"; exit 1; }
+case "$break" in
+  "") ;;
+  no-library) find "$prefix" -name 'libncclwatch.so*' -delete ;;
+  crashing-cli) printf '#!/bin/sh\nkill -SEGV $$\n' >"$prefix/bin/ncclwatch" ;;
+  *) fail "unknown BREAK '$break'" ;;
+esac
+
+lib=$(find "$prefix" -name 'libncclwatch.so' -print -quit)
+[ -n "$lib" ] || fail "no libncclwatch.so installed"
+soname=$(objdump -p "$lib" | awk '/SONAME/ {print $2}') || fail "objdump cannot read $lib"
+[ "$soname" = "libncclwatch.so.0" ] || fail "SONAME is '$soname'"
+[ -f "$prefix/include/ncclwatch/format.h" ] || fail "format.h not installed"
+[ -x "$prefix/bin/ncclwatch" ] || fail "bin/ncclwatch not installed"
+
+# The installed CLI finds the installed library by itself (no NCCLWATCH_LIB), preloads it, and
+# exits with the command's status.
+rc=0
+(cd "$tmp" && env -u NCCLWATCH_LIB -u LD_PRELOAD "$prefix/bin/ncclwatch" run --dir "$tmp/traces" \
+  -- sh -c 'echo "preloaded=$LD_PRELOAD"; exit 7') >"$tmp/run.log" 2>&1 || rc=$?
+if [ "$rc" != 7 ]; then
+  cat "$tmp/run.log"
+  fail "installed ncclwatch run exited with $rc, not with the command's status 7"
+fi
+preloaded=$(sed -n 's/^preloaded=//p' "$tmp/run.log" | head -1)
+[ -n "$preloaded" ] && [ "$(realpath -e "${preloaded%%[: ]*}")" = "$(realpath -e "$lib")" ] ||
+  { cat "$tmp/run.log"; fail "installed ncclwatch run preloaded '$preloaded', not $lib"; }
 
 "$cmake" -S "$src" -B "$tmp/consumer" -G Ninja -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_PREFIX_PATH="$prefix" >"$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log"; exit 1; }
 "$cmake" --build "$tmp/consumer" >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; exit 1; }
-out=$("$tmp/consumer/consumer")
+out=$("$tmp/consumer/consumer") || fail "the consumer exited with $?"
 echo "$out"
-grep -q "cli=$prefix/bin/ncclwatch" <<<"$out" || { echo "FAIL: ncclwatch::ncclwatch not in prefix"; exit 1; }
-
-# The installed CLI finds the installed library by itself (no NCCLWATCH_LIB).
-(cd "$tmp" && env -u NCCLWATCH_LIB "$prefix/bin/ncclwatch" run --dir "$tmp/traces" -- true) \
-  >"$tmp/run.log" 2>&1 || true
-if grep -q "cannot find libncclwatch.so" "$tmp/run.log"; then
-  cat "$tmp/run.log"
-  echo "FAIL: installed ncclwatch run does not find the installed library"
-  exit 1
-fi
+grep -q "cli=$prefix/bin/ncclwatch" <<<"$out" || fail "ncclwatch::ncclwatch not in prefix"
 echo "install_consumer: ok"
