@@ -1,9 +1,11 @@
 #include "analysis/straggler_cause.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 
+#include "analysis/cpu_wait.h"
 #include "analysis/robust_stats.h"
 
 namespace ncclwatch::analysis {
@@ -83,6 +85,57 @@ void attribute(Straggler& s, const StepMetrics& mine, const StepMetrics& base, d
   }
 }
 
+// Per rank index, its NCCL-calling threads' run-queue wait per step of its plan (cpu_wait.h);
+// empty for a rank without scheduling samples.
+std::vector<std::vector<double>> cpu_waits(const model::JobTrace& job,
+                                           const std::vector<RankOverlap>& overlaps) {
+  std::vector<std::vector<double>> out(overlaps.size());
+  for (std::size_t r = 0; r < overlaps.size() && r < job.ranks.size(); ++r)
+    out[r] = cpu_wait_per_step(job.ranks[r], overlaps[r].plan);
+  return out;
+}
+
+// cpu-contention when the straggler's extra run-queue wait per affected step (against its
+// healthy peers', or its other steps') explains a good part of its lateness: a process that
+// waits for a CPU launches its work and enters its collectives late, which the GPU figures
+// see as idle time (host-stall) or host-only records cannot explain at all. Extra compute
+// larger than the extra wait stays gpu-slow: waiting for a CPU does not lengthen kernels.
+void attribute_cpu_wait(Straggler& s, const std::vector<std::vector<double>>& waits,
+                        const std::vector<RankOverlap>& overlaps,
+                        const std::vector<bool>& persistent) {
+  const std::size_t r = s.rank_index;
+  if (r >= waits.size() || waits[r].empty()) return;
+  const std::size_t first = overlaps[r].plan.warmup;
+  double mine = 0, base = 0, late = 0;
+  if (s.pattern == Pattern::kPersistent) {
+    mine = mean_cpu_wait(waits[r], first, [](std::size_t) { return true; });
+    std::vector<double> peers;
+    for (std::size_t o = 0; o < waits.size(); ++o) {
+      if (o == r || waits[o].empty() || (o < persistent.size() && persistent[o])) continue;
+      const double w =
+          mean_cpu_wait(waits[o], overlaps[o].plan.warmup, [](std::size_t) { return true; });
+      if (!std::isnan(w)) peers.push_back(w);
+    }
+    base = peers.empty() ? std::numeric_limits<double>::quiet_NaN() : median(peers);
+    late = s.lateness_ns;
+  } else {
+    auto in_spikes = [&](std::size_t k) {
+      return std::binary_search(s.spike_steps.begin(), s.spike_steps.end(), k);
+    };
+    mine = mean_cpu_wait(waits[r], first, in_spikes);
+    base = mean_cpu_wait(waits[r], first, [&](std::size_t k) { return !in_spikes(k); });
+    late = s.spike_lateness_ns;
+  }
+  if (std::isnan(mine) || std::isnan(base)) return;
+  CauseEvidence& e = s.evidence;
+  e.cpu_wait_ns = mine;
+  e.base_cpu_wait_ns = base;
+  const double dw = mine - base;
+  if (dw <= 0.3 * late) return;
+  if (s.cause == Cause::kGpuSlow && e.compute_ns - e.base_compute_ns >= dw) return;
+  s.cause = Cause::kCpuContention;
+}
+
 }  // namespace
 
 void attribute_causes(const model::JobTrace& job, const model::MatchResult& match,
@@ -90,12 +143,15 @@ void attribute_causes(const model::JobTrace& job, const model::MatchResult& matc
                       const std::vector<RankOverlap>& overlaps, const std::vector<bool>& persistent,
                       StragglerResult& out) {
   const std::size_t n = persistent.size();
+  const std::vector<std::vector<double>> waits =
+      out.stragglers.empty() ? std::vector<std::vector<double>>{} : cpu_waits(job, overlaps);
   for (Straggler& s : out.stragglers) {
     const RankOverlap* mine = s.rank_index < overlaps.size() ? &overlaps[s.rank_index] : nullptr;
     s.cause = Cause::kUnknown;
     if (!mine || !mine->measurable) {
       s.evidence.host_only = arrivals.gpu_instances == 0;
       s.evidence.no_compute = !s.evidence.host_only;
+      if (mine) attribute_cpu_wait(s, waits, overlaps, persistent);
       continue;
     }
     if (s.pattern == Pattern::kPersistent) {
@@ -119,6 +175,7 @@ void attribute_causes(const model::JobTrace& job, const model::MatchResult& matc
       const StepMetrics rest = mean_metrics(*mine, [&](std::size_t k) { return !in_spikes(k); });
       attribute(s, at, rest, s.spike_lateness_ns, true);
     }
+    attribute_cpu_wait(s, waits, overlaps, persistent);
     if (s.cause == Cause::kUnknown) {
       const double ratio = transfer_ratio(job, match, clocks, arrivals, s.rank_index);
       if (ratio >= 1.5) {

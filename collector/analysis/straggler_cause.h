@@ -1,5 +1,6 @@
 // Causes of the stragglers the verdict named (straggler_verdict.cpp's last steps): GPU figures
-// against a baseline (gpu-slow, host-stall), transfer times (network), slow links.
+// against a baseline (gpu-slow, host-stall), run-queue wait from the shim's scheduling samples
+// (cpu-contention, cpu_wait.h), transfer times (network), slow links.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 #include "analysis/straggler_report.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -26,6 +27,10 @@ std::string step_list(const std::vector<std::size_t>& steps) {
   }
   if (steps.size() > 4) out += ", ...";
   return out;
+}
+
+nlohmann::json us_or_null(double ns) {
+  return std::isnan(ns) ? nlohmann::json() : nlohmann::json(us(ns));
 }
 
 std::string ordinal(std::size_t n) {
@@ -74,6 +79,16 @@ std::string StragglerReport::evidence(const Straggler& s) {
     case Cause::kNetwork:
       return fmt::format("transfer time per byte on its comms is {:.1f}x that of comms without it",
                          e.transfer_ratio);
+    case Cause::kCpuContention:
+      return fmt::format(
+          "its NCCL-calling threads waited for a CPU {}/step vs {} {} (+{}; run-queue wait, "
+          "/proc schedstat){}",
+          human_time(e.cpu_wait_ns), human_time(e.base_cpu_wait_ns), base,
+          human_time(e.cpu_wait_ns - e.base_cpu_wait_ns),
+          e.host_only || e.no_compute
+              ? ""
+              : fmt::format("; GPU idle {}/step vs {}", human_time(e.idle_ns),
+                            human_time(e.base_idle_ns)));
     case Cause::kUnknown:
     case Cause::kCount:
       break;
@@ -112,6 +127,11 @@ std::string StragglerReport::because(const Straggler& s) {
           "its collectives transfer {:.1f}x slower than comms without it — network (NIC, link, "
           "switch?)",
           e.transfer_ratio);
+    case Cause::kCpuContention:
+      return fmt::format(
+          "its process waited for a CPU {}/step ({} {}) — CPU contention (other processes or "
+          "threads on its cores: pinning, data-loader workers, an oversubscribed node?)",
+          human_time(e.cpu_wait_ns), human_time(e.base_cpu_wait_ns), base);
     case Cause::kUnknown:
     case Cause::kCount:
       break;
@@ -335,6 +355,8 @@ void StragglerReport::write_json(const StragglerResult& r, model::Report& report
                     {"lateness_when_last_us", us(s.lateness_when_last_ns)},
                     {"cause", to_string(s.cause)},
                     {"evidence", evidence(s)},
+                    {"cpu_wait_us_per_step", us_or_null(s.evidence.cpu_wait_ns)},
+                    {"cpu_wait_baseline_us_per_step", us_or_null(s.evidence.base_cpu_wait_ns)},
                     {"pattern", to_string(s.pattern)},
                     {"period_steps", s.period_steps},
                     {"spike_steps", steps},

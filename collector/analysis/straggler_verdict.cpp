@@ -25,7 +25,7 @@ namespace {
 // One name table per enum: the text report and the JSON both use these names.
 constexpr auto kPatternNames = model::enum_names<Pattern>({"persistent", "periodic", "spikes"});
 constexpr auto kCauseNames =
-    model::enum_names<Cause>({"unknown", "gpu-slow", "host-stall", "network"});
+    model::enum_names<Cause>({"unknown", "gpu-slow", "host-stall", "network", "cpu-contention"});
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 // Which ranks are stragglers, how (persistent, periodic, spikes), why (gpu-slow, host-stall,
-// network, unknown), and what each costs the job. A straggler is a rank whose lateness differs
-// from its peers', not a rank that was ever late (reasoning: collector/analysis/README.md).
+// cpu-contention, network, unknown), and what each costs the job. A straggler is a rank whose
+// lateness differs from its peers', not a rank that was ever late (reasoning:
+// collector/analysis/README.md).
 //
 // Per steady step k and rank r: X[r][k] = its worst lateness in the step against each
 // collective's median arrival; the step's reference is the median of X over ranks, and
@@ -18,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -42,8 +44,9 @@ inline constexpr double kWarnCostPct = 1.0;  // a straggler costing less is info
 enum class Pattern : uint8_t { kPersistent, kPeriodic, kSpikes, kCount };
 const char* to_string(Pattern p);
 
-// Why a straggler is late. Names (text and JSON): gpu-slow, host-stall, network, unknown.
-enum class Cause : uint8_t { kUnknown, kGpuSlow, kHostStall, kNetwork, kCount };
+// Why a straggler is late. Names (text and JSON): gpu-slow, host-stall, network, unknown,
+// cpu-contention (its NCCL-calling threads waited for a CPU: the shim's scheduling samples).
+enum class Cause : uint8_t { kUnknown, kGpuSlow, kHostStall, kNetwork, kCpuContention, kCount };
 const char* to_string(Cause c);
 
 // The figures behind a cause; the report writer turns them into prose.
@@ -54,6 +57,11 @@ struct CauseEvidence {
   bool against_own_steps = false;  // baseline: its other steps (periodic, spikes), else peers
   // kNetwork from transfer times: its comms' per-byte transfer over that of comms without it.
   double transfer_ratio = 0;
+  // Run-queue wait of its NCCL-calling threads per step (cpu_wait.h) against the baseline (its
+  // peers' median, or its other steps); NaN where not measured (no scheduling samples). Shown
+  // whatever the cause; kCpuContention when the excess explains the lateness.
+  double cpu_wait_ns = std::numeric_limits<double>::quiet_NaN();
+  double base_cpu_wait_ns = std::numeric_limits<double>::quiet_NaN();
   // kUnknown: no GPU timing at all (host-only records), else no compute kernels (lite mode)
   // or figures that explain too little.
   bool host_only = false;

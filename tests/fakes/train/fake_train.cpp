@@ -26,6 +26,13 @@
 //   --slow R:F          rank R's compute takes F times longer (a slow GPU); repeatable
 //   --stall R:MS        rank R sleeps MS ms on the host before every step (host stall); repeatable
 //   --stall-step R:K:MS rank R sleeps MS ms before step K only; repeatable
+//   --stall-every R:N:MS rank R sleeps MS ms before every N-th step (step % N == N - 1);
+//                       repeatable
+//   --host-work R:MS    rank R computes on its CPU for MS ms of its own CPU time before every
+//                       step (input preprocessing in the training process): on a CPU shared
+//                       with other processes it takes longer (undeclared to the fake GPU's
+//                       virtual host: use it with --mode host); repeatable
+//   --pin R:CPU         rank R runs on CPU number CPU only (sched_setaffinity at start)
 //   --spike R:N:MS      on rank R, every N-th step (step % N == N - 1) backward gets one extra
 //                       "spike_kernel" of MS ms; repeatable
 //   --nvtx              wrap each step in nvtxRangePushA("step") / nvtxRangePop
@@ -48,6 +55,10 @@
 
 #include "common/rank_support.h"
 
+#include <sched.h>
+#include <time.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -76,7 +87,7 @@ struct Options {
   int tp = 0;
   double tp_kb = 512;
   bool overlap = true, nvtx = false, nonblocking = false;
-  std::vector<RankValue> slow, stall, stall_step, spike;
+  std::vector<RankValue> slow, stall, stall_step, stall_every, spike, host_work, pin;
 };
 
 using ncclwatch::fakes::env_int;
@@ -149,6 +160,12 @@ bool parse(int argc, char** argv, Options& o) {
       o.stall.push_back(rv);
     } else if (a == "--stall-step" && parse_values(v, 3, rv)) {
       o.stall_step.push_back(rv);
+    } else if (a == "--stall-every" && parse_values(v, 3, rv) && rv.a >= 1) {
+      o.stall_every.push_back(rv);
+    } else if (a == "--host-work" && parse_values(v, 2, rv)) {
+      o.host_work.push_back(rv);
+    } else if (a == "--pin" && parse_values(v, 2, rv) && rv.a >= 0) {
+      o.pin.push_back(rv);
     } else if (a == "--spike" && parse_values(v, 3, rv)) {
       o.spike.push_back(rv);
     } else {
@@ -160,6 +177,30 @@ bool parse(int argc, char** argv, Options& o) {
 }
 
 double g_launch_us = 0;
+
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+// MS ms of this thread's CPU time, however long the scheduler makes that take.
+void burn_cpu(double ms) {
+  const int64_t until = thread_cpu_ns() + static_cast<int64_t>(ms * 1e6);
+  volatile uint64_t x = 0;
+  while (thread_cpu_ns() < until) x = x + 1;
+}
+
+void pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (sched_setaffinity(0, sizeof set, &set) != 0) {
+    std::fprintf(stderr, "fake_train %d: cannot pin to CPU %d: %s\n", g_rank, cpu,
+                 std::strerror(errno));
+    std::exit(2);
+  }
+}
 
 void kernel(cudaStream_t s, const char* name, double us) {
   static char dummy;  // a "function" address: the fake only checks it is not null
@@ -180,6 +221,9 @@ int main(int argc, char** argv) {
   }
   g_rank = env_int("RANK", 0);
   g_launch_us = o.launch_us;
+  for (const auto& p : o.pin) {
+    if (p.rank == g_rank) pin_to(static_cast<int>(p.a));
+  }
   const int world = env_int("WORLD_SIZE", 1);
   int devices = 1;
   CUDA_CHECK(cudaGetDeviceCount(&devices));
@@ -223,6 +267,14 @@ int main(int argc, char** argv) {
       if (s.rank == g_rank && static_cast<int>(s.a) == step) {
         ncclwatch_fake_cuda_host_sleep(static_cast<int64_t>(s.b * 1e6));
       }
+    }
+    for (const auto& s : o.stall_every) {
+      const int every = static_cast<int>(s.a);
+      if (s.rank == g_rank && step % every == every - 1)
+        ncclwatch_fake_cuda_host_sleep(static_cast<int64_t>(s.b * 1e6));
+    }
+    for (const auto& w : o.host_work) {
+      if (w.rank == g_rank) burn_cpu(w.a);
     }
     if (o.nvtx) nvtxRangePushA("step");
     auto tp_all_reduce = [&] {
