@@ -122,6 +122,11 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
     options.progress = [&progress](const char* stage) { progress.show(stage); };
     PipelineResult result = run_pipeline(job, options);
     model::Report& report = result.report;
+    if (!req.simulated.empty()) {
+      report.findings.insert(report.findings.begin(),
+                             {model::Severity::kInfo, "demo", req.simulated});
+      report.json["simulated"] = req.simulated;
+    }
     progress.show("writing the report");
     if (!req.trace_path.empty()) {
       progress.show("writing the trace");

@@ -25,6 +25,9 @@ struct ReportRequest {
   std::string trace_path;              // "" = no Chrome-trace export (--trace)
   std::string steps;                   // "A:B": only these steps in the trace export ("" = all)
   std::string html_path;               // "" = no HTML page (--html)
+  // Not "" for a job of `ncclwatch demo`: the line that says the job is SIMULATED and what it
+  // injects, the first info finding (text, JSON, page) and the JSON's "simulated".
+  std::string simulated;
 };
 
 // What report_job returns; the values are the CLI's exit codes (README, "Exit codes").

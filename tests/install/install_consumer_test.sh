@@ -53,4 +53,32 @@ preloaded=$(sed -n 's/^preloaded=//p' "$tmp/run.log" | head -1)
 out=$("$tmp/consumer/consumer") || fail "the consumer exited with $?"
 echo "$out"
 grep -q "cli=$prefix/bin/ncclwatch" <<<"$out" || fail "ncclwatch::ncclwatch not in prefix"
+
+# `ncclwatch demo` from the prefix: its stand-ins only in libexec/ncclwatch/demo (libraries in its
+# lib/, no development symlink, RUNPATH $ORIGIN/lib), none of them anywhere else in the prefix;
+# the demo runs from there and says SIMULATED in the report, the JSON and the page.
+demo=$(dirname "$(find "$prefix" -name fake_launcher -type f -print -quit)")
+[ "$demo" = "$prefix/libexec/ncclwatch/demo" ] || fail "the demo directory is '$demo'"
+for f in fake_launcher fake_train fake_rank; do
+  [ -x "$demo/$f" ] || fail "$demo/$f not installed"
+done
+for f in libnccl.so.2 libcudart.so.13 libcupti.so.13; do
+  [ -e "$demo/lib/$f" ] || fail "$demo/lib/$f not installed"
+done
+stray=$(find "$prefix" \( -name 'libnccl.so*' -o -name 'libcudart.so*' -o -name 'libcupti.so*' \
+  -o -name 'fake_*' \) ! -path "$demo/*")
+[ -z "$stray" ] || fail "stand-ins outside the demo directory: $stray"
+[ ! -e "$demo/lib/libnccl.so" ] || fail "a development symlink $demo/lib/libnccl.so"
+for f in fake_train fake_rank; do
+  runpath=$(objdump -p "$demo/$f" | awk '/RUNPATH|RPATH/ {print $2}')
+  [ "$runpath" = '$ORIGIN/lib' ] || fail "$f's RUNPATH is '$runpath'"
+done
+(cd "$tmp" && env -u NCCLWATCH_LIB -u LD_LIBRARY_PATH -u LD_PRELOAD "$prefix/bin/ncclwatch" demo \
+  healthy --json "$tmp/demo.json" --html "$tmp/demo.html") >"$tmp/demo.log" 2>&1 ||
+  { cat "$tmp/demo.log"; fail "ncclwatch demo from the prefix"; }
+head -1 "$tmp/demo.log" | grep -q '^SIMULATED job (ncclwatch demo healthy)' ||
+  { cat "$tmp/demo.log"; fail "the demo's report does not open with SIMULATED"; }
+grep -q '"simulated": "SIMULATED job (ncclwatch demo healthy)' "$tmp/demo.json" ||
+  fail "the demo's JSON lacks 'simulated'"
+grep -q 'SIMULATED-demo-healthy' "$tmp/demo.html" || fail "the page lacks SIMULATED"
 echo "install_consumer: ok"

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "command.h"
+#include "install_paths.h"
 #include "ncclwatch/names.h"
 #include "ncclwatch/settings_table.h"
 #include "pipeline/report_job.h"
@@ -78,23 +79,6 @@ std::string environment_help() {
   return text;
 }
 
-// NCCLWATCH_LIB, else next to this executable: <prefix>/<libdir> when installed (the relative path
-// CMake computed from GNUInstallDirs), <build>/lib in a build tree.
-std::string find_library(std::string& tried) {
-  if (const char* v = setting(Id::kLib)) return v;
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  fs::path bin = exe.parent_path();
-  for (const fs::path& p :
-       {bin / NCCLWATCH_LIBDIR_FROM_BINDIR / "libncclwatch.so", bin / "../lib/libncclwatch.so",
-        bin / "../lib64/libncclwatch.so", bin / "libncclwatch.so"}) {
-    tried += (tried.empty() ? "" : ", ") + p.lexically_normal().string();
-    if (fs::exists(p, ec)) return fs::absolute(p, ec).lexically_normal().string();
-  }
-  return "";
-}
-
 // One line on how CMD ended: its exit status, or the signal that killed it, by name.
 void describe_exit(const std::string& cmd, int status, int rc) {
   if (WIFSIGNALED(status)) {
@@ -136,7 +120,7 @@ std::optional<int> prepare(RunArgs& args, bool& dir_existed) {
     return ncclwatch::tools::kExitUsage;
   }
   std::string tried;
-  std::string lib = find_library(tried);
+  std::string lib = ncclwatch::tools::find_shim_library(tried);
   if (lib.empty()) {
     say("run: cannot find libncclwatch.so (looked at {}); set {}", tried, name(Id::kLib));
     return ncclwatch::tools::kExitError;

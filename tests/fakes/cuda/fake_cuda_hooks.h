@@ -55,6 +55,11 @@ void ncclwatch_fake_cuda_next_kernel(const char* name, int64_t duration_ns);
 // the host's next launches after it, whatever the real scheduling (see virtual_gpu.h).
 void ncclwatch_fake_cuda_host_sleep(int64_t ns);
 
+// Turns the virtual host on, as NCCLWATCH_FAKE_VIRTUAL_HOST=1 does (fake_train --virtual-host:
+// `ncclwatch demo` runs its scenarios so, whatever the load of the machine it runs on). Call it
+// before the first launch.
+void ncclwatch_fake_cuda_virtual_host();
+
 // The fake-GPU seam (tests/fakes/nccl/fake_gpu_seam.h), implemented by the fake cudart.
 int64_t ncclwatch_fake_gpu_launch(void* stream, const char* kernel_name, uint64_t* token);
 void ncclwatch_fake_gpu_complete(uint64_t token, int64_t end_ns);

@@ -83,6 +83,10 @@ FAKE_API void ncclwatch_fake_cuda_host_sleep(int64_t ns) {
   gpu().host_sleep(ns);
 }
 
+FAKE_API void ncclwatch_fake_cuda_virtual_host() {
+  gpu().use_virtual_host();
+}
+
 FAKE_API void ncclwatch_fake_cuda_next_kernel(const char* name, int64_t duration_ns) {
   tls_next_name = name ? gpu().intern(name) : nullptr;
   tls_next_duration = duration_ns;

@@ -106,6 +106,11 @@ void VirtualGpu::synced(int64_t t) {
   if (virtual_host_) host_cursor_ = std::max(host_cursor_, t);
 }
 
+void VirtualGpu::use_virtual_host() {
+  std::lock_guard<std::mutex> lock(mu_);
+  virtual_host_ = true;
+}
+
 void VirtualGpu::host_sleep(int64_t ns) {
   int64_t until = 0;
   {

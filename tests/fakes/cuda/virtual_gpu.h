@@ -68,6 +68,7 @@ class VirtualGpu {
   // Virtual host: a synchronize returned after the GPU reached `t`; the host declared `ns` of
   // work (sleeps really too). Without virtual host, synced does nothing, host_sleep sleeps.
   void synced(int64_t t);
+  void use_virtual_host();  // as NCCLWATCH_FAKE_VIRTUAL_HOST=1 (before the first launch)
   void host_sleep(int64_t ns);
 
  private:

@@ -46,6 +46,8 @@
 //                       compute stream (like Megatron's row-parallel layers: the next layer
 //                       waits for it)
 //   --tp-kb K           KiB per tensor-parallel all-reduce (default 512)
+//   --virtual-host      the fake GPU dates launches from the host's virtual position, as
+//                       NCCLWATCH_FAKE_VIRTUAL_HOST=1 does (tests/fakes/cuda/virtual_gpu.h)
 // Rank 0 writes the ncclUniqueId to $FAKE_RDZV_DIR/train.uid; the others wait for it.
 // Prints one line per rank at the end: "fake_train rank R steps N mean_step_us X".
 // Exit status: 0, 2 on bad options, 4 on an NCCL/CUDA error, 5 when rank 0's unique id never
@@ -86,7 +88,7 @@ struct Options {
   double bucket_mb = 25, fwd_us = 3000, bwd_us = 6000, opt_us = 1000, launch_us = 0;
   int tp = 0;
   double tp_kb = 512;
-  bool overlap = true, nvtx = false, nonblocking = false;
+  bool overlap = true, nvtx = false, nonblocking = false, virtual_host = false;
   std::vector<RankValue> slow, stall, stall_step, stall_every, spike, host_work, pin;
 };
 
@@ -132,6 +134,8 @@ bool parse(int argc, char** argv, Options& o) {
       o.nvtx = true;
     } else if (a == "--nonblocking") {
       o.nonblocking = true;
+    } else if (a == "--virtual-host") {
+      o.virtual_host = true;
     } else if ((v = value()) == nullptr) {
       return false;
     } else if (a == "--steps") {
@@ -219,6 +223,7 @@ int main(int argc, char** argv) {
                  "fake_train: bad options (see the comment at the top of fake_train.cpp)\n");
     return 2;
   }
+  if (o.virtual_host) ncclwatch_fake_cuda_virtual_host();
   g_rank = env_int("RANK", 0);
   g_launch_us = o.launch_us;
   for (const auto& p : o.pin) {
