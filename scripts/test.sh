@@ -30,12 +30,16 @@ reader_venv build/tb-venv torch_tb_profiler \
 
 if [ "$quick" = 1 ]; then exit 0; fi
 
-echo "== Product alone (NCCLWATCH_BUILD_TESTS=OFF: no GoogleTest, fakes or benchmarks)"
-# Only that it configures, builds and runs: -O0 without debug info keeps the stage short.
+echo "== Product alone (NCCLWATCH_BUILD_TESTS=OFF: no GoogleTest or benchmarks)"
+# Only that it configures, builds and runs (the CLI, and `ncclwatch demo` on the stand-ins it
+# builds for the demo alone): -O0 without debug info keeps the stage short.
 cmake -S . -B build-notests -G Ninja -DNCCLWATCH_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DCMAKE_C_FLAGS_DEBUG=-O0 >/dev/null
 cmake --build build-notests -j "$jobs"
 build-notests/tools/ncclwatch --help >/dev/null
+demo_out=$(mktemp -d)
+build-notests/tools/ncclwatch demo healthy --html "$demo_out/page.html" >/dev/null
+rm -rf "$demo_out"
 
 echo "== ASan+UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DNCCLWATCH_SANITIZE=address \
