@@ -109,7 +109,7 @@ void add_collector_sections(const model::JobTrace& job, const model::MatchResult
   report.sections.push_back({"Ranks", ranks_table(job, max_rank_rows)});
   if (std::string losses = losses_table(job); !losses.empty())
     report.sections.push_back({"Losses", std::move(losses)});
-  report.sections.push_back({"Communicators", comms_table(match)});
+  if (!match.comms.empty()) report.sections.push_back({"Communicators", comms_table(match)});
   if (!match.incomplete.empty())
     report.sections.push_back({"Incomplete instances", incomplete_table(match)});
   if (clock.hosts.size() > 1) report.sections.push_back({"Clocks", clock_table(clock)});

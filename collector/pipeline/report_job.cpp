@@ -175,7 +175,9 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
         rc = ReportStatus::kError;
       }
     }
-    std::string text = report::render_text(report);
+    report::TextOptions text_options;
+    text_options.width = report::output_width(out);
+    std::string text = report::render_text(report, text_options);
     std::fflush(err);
     const bool written = std::fwrite(text.data(), 1, text.size(), out) == text.size();
     if (std::fflush(out) != 0 || !written || std::ferror(out) != 0) {

@@ -31,8 +31,11 @@ using Result = ncclwatch::test_support::CommandResult;
 
 class E2e : public ::testing::Test {
  protected:
-  // Runs a shell command line with stdout/stderr captured.
-  Result sh(const std::string& cmd) { return ncclwatch::test_support::run_shell(cmd, root_); }
+  // Runs a shell command line with stdout/stderr captured. The report's findings are read as
+  // one line each: no wrapping to a width.
+  Result sh(const std::string& cmd) {
+    return ncclwatch::test_support::run_shell("export COLUMNS=100000; " + cmd, root_);
+  }
 
   Result run(const std::string& env, const std::string& launcher_and_rank) {
     // A job id of our own: leftover segments of other tests are not this job's.

@@ -94,7 +94,11 @@ class Hang : public ::testing::Test {
     pids_.clear();
   }
 
-  Result sh(const std::string& cmd) { return ncclwatch::test_support::run_shell(cmd, root_); }
+  // Runs a shell command line with stdout/stderr captured. The report's findings are read as
+  // one line each: no wrapping to a width.
+  Result sh(const std::string& cmd) {
+    return ncclwatch::test_support::run_shell("export COLUMNS=100000; " + cmd, root_);
+  }
 
   // `ncclwatch status` once: its text, and its JSON in `j`.
   Result status(json& j) {

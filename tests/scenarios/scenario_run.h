@@ -55,6 +55,7 @@ inline Result run_scenario(const Scenario& s) {
     dup2(fd, 1);
     dup2(fd, 2);
     setenv("NCCLWATCH_LIB", SHIM_LIB, 1);
+    setenv("COLUMNS", "100000", 1);  // the tests read each finding from one line: no wrapping
     // The fake GPU dates launches from the host's virtual position (declared host work such as
     // --stall included), so a descheduled host on a loaded machine cannot shift the GPU timeline
     // the verdicts are read from (host timestamps stay real).

@@ -29,10 +29,11 @@ class DemoTest : public ::testing::Test {
  protected:
   Demo demo(const std::string& scenario, const std::string& more = "") {
     Demo d;
-    const auto r =
-        ncclwatch::test_support::run_shell("cd '" + root_.string() + "' && " + NCCLWATCH_CLI +
-                                               " demo " + scenario + " --json report.json " + more,
-                                           root_);
+    // The findings are read as one line each: no wrapping to a width (COLUMNS).
+    const auto r = ncclwatch::test_support::run_shell(
+        "export COLUMNS=100000; cd '" + root_.string() + "' && " + NCCLWATCH_CLI + " demo " +
+            scenario + " --json report.json " + more,
+        root_);
     d.rc = r.rc;
     d.out = r.out;
     d.err = r.err;

@@ -222,6 +222,23 @@ TEST(Pipeline, ManyRanksTableIsSummarised) {
   EXPECT_EQ(res.report.json["ranks"].size(), 300u);
 }
 
+// Headings only above something: ranks that never made a communicator (they died in init, or the
+// job used another backend) get no empty "Communicators" table.
+TEST(Pipeline, NoHeadingOrTableWithNothingUnderIt) {
+  JobBuilder b(2);
+  PipelineResult res = run_pipeline(b.job);
+  const std::string text = report::render_text(res.report);
+  EXPECT_EQ(text.find("== Communicators"), std::string::npos) << text;
+  EXPECT_EQ(text.find("nranks  ranks"), std::string::npos) << text;  // its column names
+  for (std::size_t at = text.find("\n== "); at != std::string::npos;
+       at = text.find("\n== ", at + 1)) {
+    const std::size_t body = text.find('\n', at + 1) + 1;
+    EXPECT_TRUE(body < text.size() && text[body] != '\n' && text.compare(body, 3, "== ") != 0)
+        << "empty heading at " << at << " of\n"
+        << text;
+  }
+}
+
 TEST(Pipeline, ProgressReportsStages) {
   JobBuilder b(2);
   std::vector<std::string> stages;

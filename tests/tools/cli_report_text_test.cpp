@@ -1,0 +1,99 @@
+// The text report as a terminal user reads it: findings and prose wrapped to the width ($COLUMNS,
+// else the terminal's, else 100) with the whole texts in the JSON.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_fixture.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ncclwatch::cli_test::Cli;
+using ncclwatch::cli_test::Result;
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+std::vector<std::string> words_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// Columns of a UTF-8 line (one per code point).
+std::size_t columns(const std::string& line) {
+  std::size_t n = 0;
+  for (unsigned char c : line) n += (c & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
+// A table row or aligned text: a run of two spaces after the indentation (left unwrapped).
+bool aligned(const std::string& line) {
+  const std::size_t indent = line.find_first_not_of(' ');
+  return indent != std::string::npos && line.find("  ", indent) != std::string::npos;
+}
+
+class CliReportText : public Cli {
+ protected:
+  // The findings' lines: from the top of the report to the first blank line.
+  static std::string findings_block(const std::string& report) {
+    return report.substr(0, report.find("\n\n") + 1);
+  }
+  // Every line that is not a table row fits `width` (or is one word too long to break).
+  static void expect_fits(const std::string& report, std::size_t width) {
+    for (const std::string& line : lines_of(report)) {
+      if (aligned(line) || words_of(line).size() == 1) continue;
+      EXPECT_LE(columns(line), width) << "line: " << line << "\nof:\n" << report;
+    }
+  }
+};
+
+TEST_F(CliReportText, FindingsAndProseFitTheWidthAndTheJsonHasTheWholeText) {
+  const fs::path dir = root_ / "job";
+  const std::string job = unique_job("wrap");
+  record_job(dir, job);
+  const fs::path json = root_ / "r.json";
+  Result narrow = shell("COLUMNS=60 " + std::string(NCCLWATCH_CLI) + " report --no-progress " +
+                        dir.string() + " --json " + json.string());
+  ASSERT_EQ(narrow.rc, findings_status(narrow.out)) << narrow.err;
+  expect_fits(narrow.out, 60);
+  // The JSON keeps each finding whole, and the text holds the same words in the same order.
+  std::ifstream in(json);
+  const nlohmann::json report = nlohmann::json::parse(in);
+  std::string joined;
+  std::size_t longest = 0;
+  for (const auto& f : report["findings"]) {
+    const std::string text = f["text"].get<std::string>();
+    EXPECT_EQ(text.find('\n'), std::string::npos) << text;
+    longest = std::max(longest, columns(text));
+    joined += " " + text;
+  }
+  EXPECT_GT(longest, 60u) << "nothing to wrap: the test proves nothing";
+  std::vector<std::string> text_words;
+  for (const std::string& line : lines_of(findings_block(narrow.out))) {
+    std::vector<std::string> w = words_of(line.substr(line.find(']') + 1));
+    if (line.rfind(' ', 0) == 0) w = words_of(line);  // a continuation line
+    text_words.insert(text_words.end(), w.begin(), w.end());
+  }
+  EXPECT_EQ(text_words, words_of(joined)) << narrow.out;
+
+  // Not a terminal and no $COLUMNS: 100.
+  Result plain = shell("env -u COLUMNS " + std::string(NCCLWATCH_CLI) + " report --no-progress " +
+                       dir.string());
+  ASSERT_EQ(plain.rc, findings_status(plain.out)) << plain.err;
+  expect_fits(plain.out, 100);
+  EXPECT_NE(plain.out, narrow.out);
+}
+
+}  // namespace
