@@ -1,5 +1,7 @@
 // Line forms, by NCCL version (from NCCL's sources and real logs; see docs/topology.md):
 //   prefix        "host:pid:tid [dev] NCCL INFO " (all versions)
+//   warning       "host:pid:tid [dev] file.cc:line NCCL WARN " (after an empty line); 2.26+ with
+//                 "[%F %T] " in front by default (NCCL_DEBUG_TIMESTAMP_LEVELS/FORMAT)
 //   comm          2.18+: "comm 0x.. rank r nRanks n nNodes m localRanks l localRank k MNNVL 0"
 //                 2.5-2.11: "comm 0x.. rank r nranks n cudaDev d busId b - Init COMPLETE"
 //                 2.12+: "... busId b commId 0x.. - Init COMPLETE" (2.14+ also "- Init START",
@@ -241,12 +243,33 @@ bool parse_nics(std::string_view msg, HostNics& n) {
   return !n.net.empty() && !n.devices.empty();
 }
 
+// "[time] host:pid:tid [dev] file.cc:line NCCL WARN message": the location is the word after the
+// device's ']' (absent in some forms); the rest as an INFO line's prefix.
+ParsedLine parse_warn_line(std::string_view line) {
+  ParsedLine p;
+  const std::size_t at = line.find("NCCL WARN");
+  if (at == std::string_view::npos) return p;
+  p.kind = LineKind::kWarn;
+  p.message = trim(line.substr(at + 9));
+  std::string_view head = trim(line.substr(0, at));
+  const std::size_t bracket = head.rfind(']');
+  if (bracket != std::string_view::npos) {
+    p.site = trim(head.substr(bracket + 1));
+    if (p.site.find_first_of(" \t") != std::string_view::npos) p.site = {};  // not one word
+    head = head.substr(0, bracket + 1);
+  }
+  p.prefix = parse_prefix(head);
+  if (!p.prefix.ok) p.kind = LineKind::kNotNccl;  // someone quoting NCCL, not NCCL's own line
+  return p;
+}
+
 }  // namespace
 
 ParsedLine parse_log_line(std::string_view line) {
   ParsedLine p;
   std::size_t at = line.find("NCCL INFO");
   if (at == std::string_view::npos) {
+    if (line.find("NCCL WARN") != std::string_view::npos) return parse_warn_line(line);
     // Rank 0 prints its version to stdout without the prefix in some versions.
     std::size_t v = line.find("NCCL version ");
     if (v != std::string_view::npos) {

@@ -11,7 +11,9 @@
 
 namespace ncclwatch::topology {
 
-// "host:pid:tid [dev] NCCL INFO message". Launchers may put their own prefix in front
+// "host:pid:tid [dev] NCCL INFO message"; a WARN line has NCCL's source location between the
+// two ("host:pid:tid [dev] misc/socket.cc:484 NCCL WARN message") and, from 2.26 on, a time stamp
+// in front ("[2025-05-16 10:49:23] host:..."). Launchers may put their own prefix in front
 // ("[1,0]<stdout>:", "[155] "); it is ignored.
 struct LinePrefix {
   bool ok = false;
@@ -37,6 +39,7 @@ enum class LineKind : uint8_t {
   kNics,           // "NET/IB : Using [0]mlx5_0:1/IB ..."
   kNvls,           // "NVLS comm 0x..", "Connected NVLS", ...
   kKnown,          // recognised, nothing to keep ("Connected all rings", "Bootstrap : ...")
+  kWarn,           // "host:pid:tid [dev] misc/socket.cc:484 NCCL WARN message" (any message)
 };
 
 struct CommFields {
@@ -55,7 +58,8 @@ struct CommFields {
 struct ParsedLine {
   LineKind kind = LineKind::kNotNccl;
   LinePrefix prefix;
-  std::string_view message;  // text after "NCCL INFO ", trimmed
+  std::string_view message;  // text after "NCCL INFO " (or "NCCL WARN "), trimmed
+  std::string_view site;     // kWarn: NCCL's "file.cc:line" before "NCCL WARN" ("" if none)
   CommFields comm;
   RingOrder ring;
   RingNeighbors neighbors;

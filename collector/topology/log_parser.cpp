@@ -267,6 +267,11 @@ void LogParser::apply_comm(const std::string& file, const ParsedLine& line) {
 void LogParser::add_line(const std::string& file, std::string_view line) {
   ++set_.stats.lines;
   ParsedLine p = parse_log_line(line);
+  if (p.kind == LineKind::kWarn) {
+    ++set_.stats.warn_lines;
+    set_.warnings.add(file, p.prefix.host, p.prefix.pid, p.prefix.dev, p.site, p.message, line);
+    return;
+  }
   if (p.kind != LineKind::kNotNccl && p.prefix.ok) ++set_.stats.nccl_lines;
   if (p.kind == LineKind::kNotNccl) return;
   Thread t{file, p.prefix.host, p.prefix.pid, p.prefix.tid};
@@ -333,6 +338,8 @@ void LogParser::add_line(const std::string& file, std::string_view line) {
     case LineKind::kNvls:
       set_.ranks[record_for(file, p, false)].nvls = true;
       break;
+    case LineKind::kWarn:
+      return;  // taken above
   }
   ++set_.stats.used;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/job_trace.h"
+#include "topology/nccl_warnings.h"
 
 namespace ncclwatch::topology {
 
@@ -116,6 +117,7 @@ struct ParseStats {
   uint64_t used = 0;        // lines that fed the model
   uint64_t unknown = 0;     // NCCL INFO lines of no interest or unknown form (skipped)
   uint64_t malformed = 0;   // lines of a known form that were truncated or garbled (skipped)
+  uint64_t warn_lines = 0;  // "NCCL WARN" lines (not counted in nccl_lines)
   uint64_t xml_elements = 0;
 };
 
@@ -125,6 +127,7 @@ struct LogSet {
   std::vector<TopoDump> topo_dumps;
   std::vector<GraphDump> graph_dumps;
   std::vector<std::string> versions;  // "2.18.5+cuda12.2", as printed
+  NcclWarnings warnings;              // NCCL's WARN lines, grouped
   // Unreadable files, bad XML, ...: the readers' one warning type (as trace and Kineto loads).
   std::vector<model::InputProblem> problems;
   ParseStats stats;

@@ -8,6 +8,7 @@
 #include "model/vocabulary.h"
 #include "topology/checks.h"
 #include "topology/log_parser.h"
+#include "topology/nccl_warning_report.h"
 
 namespace ncclwatch::topology {
 namespace fs = std::filesystem;
@@ -19,7 +20,8 @@ bool looks_like_nccl_log(const fs::path& p) {
   std::string head(64 * 1024, '\0');
   in.read(head.data(), static_cast<std::streamsize>(head.size()));
   head.resize(static_cast<std::size_t>(in.gcount()));
-  return head.find(" NCCL INFO ") != std::string::npos;
+  return head.find(" NCCL INFO ") != std::string::npos ||
+         head.find(" NCCL WARN ") != std::string::npos;
 }
 
 using model::severity_name;
@@ -112,6 +114,8 @@ bool add_to_report(const std::vector<std::string>& logs, const model::JobTrace& 
             std::to_string(set.stats.unknown) + " skipped, " + std::to_string(set.stats.malformed) +
             " malformed), " + std::to_string(set.topo_dumps.size()) + " topology dump(s), " +
             std::to_string(set.graph_dumps.size()) + " graph dump(s)";
+    if (set.stats.warn_lines > 0)
+      body += ", " + std::to_string(set.stats.warn_lines) + " WARN lines";
     if (!set.versions.empty()) {
       body += "; NCCL";
       for (const auto& v : set.versions) body += " " + v;
@@ -150,9 +154,12 @@ bool add_to_report(const std::vector<std::string>& logs, const model::JobTrace& 
   }
   // Files that held nothing NCCL wrote (random bytes, another program's log, unreadable) are not
   // a healthy topology: say so instead of "no problem found".
-  const bool recognised =
+  const bool topology_input =
       set.stats.nccl_lines > 0 || !set.topo_dumps.empty() || !set.graph_dumps.empty();
-  if (!logs.empty() && !recognised) {
+  const bool recognised = topology_input || set.stats.warn_lines > 0;
+  if (!logs.empty() && recognised && !topology_input) {
+    body += "  nothing to check the topology against: NCCL WARN lines only (NCCL_DEBUG=WARN?)\n";
+  } else if (!logs.empty() && !recognised) {
     body += "  no NCCL log recognised: none of the " + std::to_string(logs.size()) +
             " input(s) holds an NCCL INFO line or an NCCL topology/graph XML dump (is it the "
             "output of NCCL_DEBUG=INFO?)\n";
@@ -177,6 +184,7 @@ bool add_to_report(const std::vector<std::string>& logs, const model::JobTrace& 
                 {"used", set.stats.used},
                 {"skipped", set.stats.unknown},
                 {"malformed", set.stats.malformed},
+                {"warn_lines", set.stats.warn_lines},
                 {"xml_elements", set.stats.xml_elements},
                 {"recognised", recognised || logs.empty()},
                 {"versions", set.versions},
@@ -203,6 +211,7 @@ bool add_to_report(const std::vector<std::string>& logs, const model::JobTrace& 
   j["logs"] = logs;
   report.json["topology"] = std::move(j);
   report.sections.push_back({"Topology", body});
+  add_nccl_warnings(set.warnings, job, report);
   return recognised;
 }
 

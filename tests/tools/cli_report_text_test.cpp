@@ -1,9 +1,10 @@
 // The text report as a terminal user reads it: findings and prose wrapped to the width ($COLUMNS,
-// else the terminal's, else 100) with the whole texts in the JSON.
+// else the terminal's, else 100) with the whole texts in the JSON; NCCL's own WARN lines first.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -94,6 +95,58 @@ TEST_F(CliReportText, FindingsAndProseFitTheWidthAndTheJsonHasTheWholeText) {
   ASSERT_EQ(plain.rc, findings_status(plain.out)) << plain.err;
   expect_fits(plain.out, 100);
   EXPECT_NE(plain.out, narrow.out);
+}
+
+// A recorded job's trace directory with NCCL debug logs holding WARN lines (tests/collector/
+// topology/data/warn, their host and pid those of the job's ranks): the report opens with them,
+// rank and host named, and the JSON has every group.
+TEST_F(CliReportText, NcclWarnLinesOpenTheReport) {
+  const fs::path dir = root_ / "job";
+  record_job(dir, unique_job("warn"));
+  const fs::path json = root_ / "r.json";
+  Result first = cli("report --no-progress " + dir.string() + " --json " + json.string());
+  ASSERT_EQ(first.rc, findings_status(first.out)) << first.err;
+  nlohmann::json report;
+  {
+    std::ifstream in(json);
+    report = nlohmann::json::parse(in);
+  }
+  ASSERT_EQ(report["ranks"].size(), 2u);
+  // The logs as NCCL would have named and written them for these two processes.
+  for (const auto& [rank, name, prefix] :
+       {std::tuple{0, "nccl-debug.gpu-a.4101.log", "gpu-a:4101:"},
+        std::tuple{1, "nccl-debug.gpu-b.4202.log", "gpu-b:4202:"}}) {
+    const std::string host = report["ranks"][rank]["host"].get<std::string>();
+    const std::string pid = std::to_string(report["ranks"][rank]["pid"].get<int64_t>());
+    std::ifstream in(std::string(NCCL_WARN_DATA) + "/" + name);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(text.empty()) << name;
+    const std::string nccl_host = host.substr(0, host.find('.'));
+    for (std::size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at))
+      text.replace(at, std::string(prefix).size(), nccl_host + ":" + pid + ":");
+    std::ofstream(dir / ("nccl-debug." + nccl_host + "." + pid + ".log")) << text;
+  }
+  Result r = cli("report --no-progress " + dir.string() + " --json " + json.string());
+  EXPECT_EQ(r.rc, 3) << r.err;
+  const std::string host0 = report["ranks"][0]["host"].get<std::string>();
+  const std::string host1 = report["ranks"][1]["host"].get<std::string>();
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_GE(lines.size(), 4u) << r.out;
+  EXPECT_EQ(lines[0].rfind("WARNING  [nccl] rank 0 (" + host0.substr(0, host0.find('.')) +
+                               "): NCCL WARN NET/IB : Got completion from peer",
+                           0),
+            0u)
+      << r.out;
+  EXPECT_TRUE(has(r.out, "\nWARNING  [nccl] rank 1 (" + host1.substr(0, host1.find('.')) +
+                             "): NCCL WARN socketProgress: Connection closed"))
+      << r.out;
+  EXPECT_TRUE(has(r.out, "\nWARNING  [nccl] and 1 more distinct NCCL WARN line(s)")) << r.out;
+  EXPECT_TRUE(has(r.out, "\n== NCCL warnings\n6 WARN line(s) from NCCL, 4 distinct")) << r.out;
+  std::ifstream in(json);
+  const nlohmann::json with = nlohmann::json::parse(in);
+  EXPECT_EQ(with["nccl_warnings"]["lines"], 6);
+  EXPECT_EQ(with["nccl_warnings"]["groups"][0]["ranks"], nlohmann::json::array({0, 1}));
+  EXPECT_EQ(with["findings"][0]["source"], "nccl");
 }
 
 }  // namespace

@@ -166,4 +166,37 @@ TEST_F(CliRun, StepsBeyondTheJobSelectNothingAndWriteNothing) {
   EXPECT_TRUE(fs::exists(trace));
 }
 
+// NCCL's WARN lines, which the shim's NCCL_DEBUG_FILE keeps off the terminal, are said after the
+// job (each line as NCCL wrote it) and open the report; with NCCL_DEBUG set by the user NCCL
+// writes them where the user asked and run repeats nothing.
+TEST_F(CliRun, NcclWarningsAreEchoedAfterTheJob) {
+  const std::string warn =
+      "FAKE_NCCL_WARN='NET/IB : Got completion from peer 10.1.0.12<51224> with error 12, opcode "
+      "0, len 0, vendor err 129 (Recv)' FAKE_NCCL_WARN_RANK=1 ";
+  Result r = shell(warn + NCCLWATCH_CLI + " run --no-progress --dir " + (root_ / "job").string() +
+                   " -- " + job_command());
+  EXPECT_EQ(r.rc, 0) << r.err;
+  const std::string said =
+      "ncclwatch: NCCL wrote 1 WARN line(s), 1 distinct, to its debug logs in " +
+      (root_ / "job").string() + " (nccl-debug.*):\n";
+  ASSERT_TRUE(has(r.err, said)) << r.err;
+  const std::string next = r.err.substr(r.err.find(said) + said.size());
+  EXPECT_TRUE(std::regex_search(next, std::regex("^ncclwatch:   [^ :]+:[0-9]+:[0-9]+ \\[1\\] "
+                                                 "init.cc:1404 NCCL WARN NET/IB : Got completion "
+                                                 "from peer 10.1.0.12<51224> with error 12")))
+      << r.err;
+  EXPECT_LT(r.err.find("exited with status 0"), r.err.find(said)) << r.err;  // after the job
+  expect_prefixed(r.err);
+  // The report opens with it, tied to its rank.
+  EXPECT_EQ(r.out.rfind("WARNING  [nccl] rank 1 (", 0), 0u) << r.out;
+  EXPECT_TRUE(has(r.out, "\n== NCCL warnings\n")) << r.out;
+
+  // NCCL_DEBUG of the user's own: NCCL prints to the job's stdout, nothing captured or repeated.
+  Result own = shell(warn + "NCCL_DEBUG=WARN " + NCCLWATCH_CLI + " run --no-progress --dir " +
+                     (root_ / "own").string() + " -- " + job_command());
+  EXPECT_EQ(own.rc, 0) << own.err;
+  EXPECT_FALSE(has(own.err, "NCCL wrote")) << own.err;
+  EXPECT_TRUE(has(own.out, "] init.cc:1404 NCCL WARN NET/IB")) << own.out;  // the job's own line
+}
+
 }  // namespace

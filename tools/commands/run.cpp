@@ -27,6 +27,7 @@
 #include "ncclwatch/settings_table.h"
 #include "pipeline/report_job.h"
 #include "steps_option.h"
+#include "topology/nccl_warning_report.h"
 
 #include "trace/salvage.h"
 
@@ -223,6 +224,7 @@ int run_status(int rc, ncclwatch::pipeline::ReportStatus report, bool strict) {
 int run(RunArgs& args) {
   bool dir_existed = false;
   if (const auto refused = prepare(args, dir_existed)) return *refused;
+  const auto started = std::chrono::system_clock::now();
   const int status = run_child(args);
   const int rc = exit_status(status);
   // The preload is for CMD only: nothing we start from here on should record itself.
@@ -234,6 +236,9 @@ int run(RunArgs& args) {
   for (const auto& r : ncclwatch::trace::salvage_job(args.job, salvage))
     say("{}", ncclwatch::trace::describe(r));
   describe_exit(args.command[0], status, rc);
+  // NCCL's WARN lines went to the debug logs the shim pointed NCCL_DEBUG_FILE at: said here.
+  for (const std::string& line : ncclwatch::topology::captured_warning_lines(args.dir, started))
+    say("{}", line);
   const char* enabled = setting(Id::kEnabled);
   if (enabled != nullptr && ncclwatch::settings::switch_is_off(enabled) &&
       ncclwatch::pipeline::no_rank_traces(args.dir)) {

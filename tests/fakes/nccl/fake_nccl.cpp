@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "fake_comm.h"
+#include "fake_debug_log.h"
 
 using fakenccl::Op;
 using fakenccl::OpKind;
@@ -63,6 +64,7 @@ ncclResult_t make_comm(ncclComm_t* out, uint64_t id, int nranks, int rank, int d
     return ncclSystemError;
   }
   *out = c;
+  fakenccl::warn_at_init(rank, device);
   if (!blocking) {
     fakenccl::start_worker(c, true);
     return ncclInProgress;

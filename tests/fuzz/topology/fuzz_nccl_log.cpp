@@ -1,5 +1,6 @@
 // Any bytes as NCCL_DEBUG log text (split into up to 4 "files" at 0xff bytes), through the
-// parser, the grouping, every check and the report: must never crash, hang or trip a sanitizer.
+// parser, the grouping, every check, the report and NCCL's WARN lines: must never crash, hang or
+// trip a sanitizer.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -7,6 +8,7 @@
 
 #include "topology/checks.h"
 #include "topology/log_parser.h"
+#include "topology/nccl_warning_report.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   std::string_view all(reinterpret_cast<const char*>(data), size);
@@ -28,5 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   ncclwatch::topology::check_rings(set, comms, out);
   ncclwatch::topology::check_agreement(set, comms, out);
   ncclwatch::topology::check_bus_bandwidth(set, comms, job, match, out);
+  ncclwatch::model::Report report;
+  ncclwatch::topology::add_nccl_warnings(set.warnings, job, report);
   return 0;
 }
