@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,15 @@ int64_t timeout_ns() {
     return static_cast<int64_t>((s > 0 ? s : 60.0) * 1e9);
   }();
   return value;
+}
+
+// Setup (init, and the comm's first collective) waits at least a minute whatever
+// FAKE_NCCL_TIMEOUT_S says: ranks start at very different times on a loaded machine (exec, the
+// preloaded shim, CUPTI), and a short timeout meant to end an injected hang (ncclwatch demo hang,
+// the e2e hang tests) must not fire on a rank that is merely slow to start. Once every rank has
+// been through one collective, all of them are running and a missing rank is the hang.
+int64_t setup_timeout_ns() {
+  return std::max<int64_t>(timeout_ns(), int64_t{60} * 1'000'000'000);
 }
 
 }  // namespace
@@ -60,8 +70,8 @@ bool CommShm::attach(uint64_t key, int nranks, std::string* error) {
 }
 
 template <typename Pred>
-bool CommShm::wait_until(Pred pred, const char* what) {
-  int64_t deadline = monotonic_ns() + timeout_ns();
+bool CommShm::wait_until(Pred pred, const char* what, int64_t timeout) {
+  int64_t deadline = monotonic_ns() + timeout;
   for (int spins = 0; !pred(); ++spins) {
     if (spins < 200) {
       sched_yield();
@@ -78,7 +88,8 @@ bool CommShm::wait_until(Pred pred, const char* what) {
 }
 
 bool CommShm::wait_all_attached() {
-  if (!wait_until([&] { return shared_->attached.load() >= nranks_; }, "all ranks to init")) {
+  if (!wait_until([&] { return shared_->attached.load() >= nranks_; }, "all ranks to init",
+                  setup_timeout_ns())) {
     return false;
   }
   // Everyone has it mapped: the name is no longer needed, and removing it now means a rank
@@ -113,7 +124,7 @@ bool CommShm::wait(uint64_t k, BarrierResult* out) {
         }
         return true;
       },
-      "a collective");
+      "a collective", k == 0 ? setup_timeout_ns() : timeout_ns());
   if (!ok) return false;
   out->max_start = 0;
   for (int r = 0; r < nranks_; ++r) {
@@ -127,11 +138,13 @@ bool CommShm::wait(uint64_t k, BarrierResult* out) {
 }
 
 bool CommShm::wait_recvd(int src, int dst, uint64_t n) {
-  return wait_until([&] { return shared_->recvd[src][dst].load() >= n; }, "a matching recv");
+  return wait_until([&] { return shared_->recvd[src][dst].load() >= n; }, "a matching recv",
+                    timeout_ns());
 }
 
 bool CommShm::wait_sent(int src, int dst, uint64_t n) {
-  return wait_until([&] { return shared_->sent[src][dst].load() >= n; }, "a matching send");
+  return wait_until([&] { return shared_->sent[src][dst].load() >= n; }, "a matching send",
+                    timeout_ns());
 }
 
 }  // namespace fakenccl

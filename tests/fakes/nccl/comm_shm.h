@@ -3,7 +3,8 @@
 // with a value (a kernel start time, or a split color/key) and wait until all nranks arrived, so
 // a late rank makes the others wait, as on a GPU. Point-to-point operations use per-(src,dst)
 // counters instead. Every wait gives up after FAKE_NCCL_TIMEOUT_S seconds (default 60) so a test
-// can never hang forever.
+// can never hang forever; init and the comm's first barrier wait at least 60 s whatever it says
+// (a rank slow to start on a loaded machine is not the hang a short timeout is meant to end).
 #pragma once
 
 #include <atomic>
@@ -57,7 +58,7 @@ class CommShm {
 
  private:
   template <typename Pred>
-  bool wait_until(Pred pred, const char* what);
+  bool wait_until(Pred pred, const char* what, int64_t timeout_ns);
   SharedComm* shared_ = nullptr;
   std::string name_;
   int nranks_ = 0;

@@ -228,6 +228,18 @@ TEST_F(PreloadTest, LateRankMakesOthersWait) {
   }
 }
 
+// A rank slow to start (exec, the preloaded shim: seconds on a loaded machine) is not a hang: a
+// short FAKE_NCCL_TIMEOUT_S (ncclwatch demo hang's 2 s, the e2e hang tests') counts only once
+// the comm is through its first collective, so rank 2 reaching collective 0 late still succeeds.
+TEST_F(PreloadTest, ASlowStartIsNotTakenForAHang) {
+  ASSERT_EQ(
+      launch(3, {"--steps", "1", "--colls", "2", "--sleep", "2:0:1500"}, {"FAKE_NCCL_TIMEOUT_S=1"}),
+      0);
+  auto traces = traces_by_rank();
+  ASSERT_EQ(traces.size(), 3u);
+  for (auto& [rank, t] : traces) EXPECT_EQ(t.calls(Func::kAllReduce).size(), 2u) << rank;
+}
+
 TEST_F(PreloadTest, RingOverflowCountsDropsAndLosesNothingElse) {
   std::vector<std::string> args = {"--steps", "100", "--colls", "2"};
   ASSERT_EQ(launch(2, args, {"NCCLWATCH_TEST_DRAIN_HOLD=1"}), 0);
