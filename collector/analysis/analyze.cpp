@@ -31,12 +31,18 @@ void analyze(const model::JobTrace& job, const model::MatchResult& match,
   std::vector<RankOverlap> overlaps(n);
   std::vector<RankBreakdown> breakdowns(n);
   std::vector<nlohmann::json> breakdown_rows(n);
+  std::vector<StepPlan> plans(n);
+  std::vector<Interval> bounds(n);
+  trace::parallel_for(n, workers, [&](std::size_t i) {
+    activities[i] = RankActivity::of(job.ranks[i]);
+    bounds[i] = {activities[i].first_ns, activities[i].last_ns};
+    plans[i] = StepDetector::detect(job.ranks[i], bounds[i].begin, bounds[i].end);
+  });
+  StepDetector::agree(job, bounds, plans);
   trace::parallel_for(n, workers, [&](std::size_t i) {
     const model::RankTrace& rank = job.ranks[i];
-    activities[i] = RankActivity::of(rank);
     const RankActivity& a = activities[i];
-    StepPlan plan = StepDetector::detect(rank, a.first_ns, a.last_ns);
-    overlaps[i] = OverlapAnalysis::of_rank(rank, i, a, std::move(plan), waits[i]);
+    overlaps[i] = OverlapAnalysis::of_rank(rank, i, a, std::move(plans[i]), waits[i]);
     breakdowns[i] = StepBreakdownAnalysis::of_rank(rank, i, a, overlaps[i].plan, waits[i]);
     breakdown_rows[i] = StepBreakdownReport::rank_json(breakdowns[i], n);
   });

@@ -270,7 +270,8 @@ bool steps_from_ranges(const model::RankTrace& rank, StepPlan& plan) {
   return plan.steps.size() >= 2 || (plan.steps.size() == 1 && best_key == "profilerstep");
 }
 
-bool steps_from_period(const model::RankTrace& rank, int64_t trace_begin, StepPlan& plan) {
+bool steps_from_period(const model::RankTrace& rank, int64_t trace_begin, std::size_t wanted,
+                       StepPlan& plan) {
   std::vector<std::size_t> idx;  // traffic calls, in call order
   std::vector<uint64_t> tokens;
   for (std::size_t i = 0; i < rank.calls.size(); ++i) {
@@ -298,7 +299,11 @@ bool steps_from_period(const model::RankTrace& rank, int64_t trace_begin, StepPl
   }
   std::size_t period = p, phase = 0;
   bool from_gap_pattern = false;
-  if (!choose_step_period(gaps, w, p, period, phase)) {
+  const bool imposed = wanted >= p && wanted % p == 0 && 2 * wanted <= n - w;
+  if (imposed) {
+    period = wanted;
+    phase = widest_gap_phase(gaps, w, period);
+  } else if (!choose_step_period(gaps, w, p, period, phase)) {
     period = p;
     from_gap_pattern = step_period_from_gap_pattern(gaps, w, p, period);
     phase = widest_gap_phase(gaps, w, period);
@@ -315,10 +320,13 @@ bool steps_from_period(const model::RankTrace& rank, int64_t trace_begin, StepPl
     begin = std::max(begin, end);
   }
   plan.source = "repeating collective sequence (" + std::to_string(period) + " calls per step" +
-                (from_gap_pattern     ? ", the period of its call gaps, split at the widest gap"
+                (imposed              ? ", as on most ranks, split at the widest gap"
+                 : from_gap_pattern   ? ", the period of its call gaps, split at the widest gap"
                  : period != p_tokens ? ", split at the widest gap"
                                       : "") +
                 ")";
+  plan.calls_per_step = period;
+  plan.from_gap_pattern = from_gap_pattern;
   return plan.steps.size() >= 2;
 }
 
@@ -349,13 +357,13 @@ std::size_t StepDetector::period_of(const std::vector<uint64_t>& tokens) {
   return 0;
 }
 
-StepPlan StepDetector::detect(const model::RankTrace& rank, int64_t trace_begin,
-                              int64_t trace_end) {
+StepPlan StepDetector::detect(const model::RankTrace& rank, int64_t trace_begin, int64_t trace_end,
+                              std::size_t calls_per_step) {
   StepPlan plan;
   if (!steps_from_ranges(rank, plan)) {
     plan.steps.clear();
-    if (!steps_from_period(rank, trace_begin, plan)) {
-      plan.steps.clear();
+    if (!steps_from_period(rank, trace_begin, calls_per_step, plan)) {
+      plan = StepPlan{};
       plan.source = "none found (whole trace is one window)";
     }
   }
@@ -367,6 +375,33 @@ StepPlan StepDetector::detect(const model::RankTrace& rank, int64_t trace_begin,
   }
   assign_calls(rank, plan);
   return plan;
+}
+
+void StepDetector::agree(const model::JobTrace& job, const std::vector<Interval>& bounds,
+                         std::vector<StepPlan>& plans) {
+  // The calls per step of a strict majority of the ranks with steps from their call sequence.
+  std::map<std::size_t, std::size_t> votes;
+  std::size_t voters = 0;
+  for (const StepPlan& p : plans) {
+    if (p.calls_per_step == 0) continue;
+    ++votes[p.calls_per_step];
+    ++voters;
+  }
+  std::size_t common = 0, most = 0;
+  for (const auto& [calls, count] : votes) {
+    if (count > most) {
+      most = count;
+      common = calls;
+    }
+  }
+  if (2 * most <= voters) return;
+  for (std::size_t i = 0; i < plans.size() && i < job.ranks.size() && i < bounds.size(); ++i) {
+    const StepPlan& p = plans[i];
+    if (!p.from_gap_pattern || p.calls_per_step == common || p.calls_per_step % common != 0)
+      continue;
+    StepPlan again = detect(job.ranks[i], bounds[i].begin, bounds[i].end, common);
+    if (again.calls_per_step == common) plans[i] = std::move(again);
+  }
 }
 
 }  // namespace ncclwatch::analysis

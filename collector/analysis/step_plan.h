@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/interval_set.h"
+#include "model/job_trace.h"
 #include "model/rank_trace.h"
 
 namespace ncclwatch::analysis {
@@ -24,6 +25,11 @@ struct StepPlan {
   // [begin, end) of the whole trace when there are no steps.
   Interval steady;
 
+  // Steps from the collective sequence: calls per step (0: from ranges, or none found), and
+  // whether that period came from the pattern of the call gaps (no jump in them showed it).
+  std::size_t calls_per_step = 0;
+  bool from_gap_pattern = false;
+
   std::size_t steady_steps() const { return steps.size() > warmup ? steps.size() - warmup : 0; }
 };
 
@@ -36,7 +42,18 @@ class StepDetector {
  public:
   // `trace_begin`/`trace_end` bound the rank's activity (used when no steps are found and for
   // the first step's start when steps come from the collective period).
-  static StepPlan detect(const model::RankTrace& rank, int64_t trace_begin, int64_t trace_end);
+  // `calls_per_step`: when the steps come from the collective sequence, take this many calls
+  // per step if it is a multiple of the sequence's period (agree()), else find it.
+  static StepPlan detect(const model::RankTrace& rank, int64_t trace_begin, int64_t trace_end,
+                         std::size_t calls_per_step = 0);
+
+  // A synchronous job has one step on every rank. A rank whose step came from the pattern of
+  // its call gaps (the weakest evidence) as a multiple of the calls per step most ranks found
+  // takes theirs: a rank stalling before every Nth step repeats its gaps every N steps, and
+  // with little noise that longer period predicts its gaps best. `bounds[i]`: rank i's
+  // trace_begin/trace_end, as given to detect().
+  static void agree(const model::JobTrace& job, const std::vector<Interval>& bounds,
+                    std::vector<StepPlan>& plans);
 
   // Exposed for tests: true when `name` looks like a step range ("ProfilerStep#4",
   // "train_step", "Step 12", "step"), and the family key that groups one loop's ranges.

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,49 @@ const json* straggler(const Result& r, int rank) {
     if (s["rank"] == rank) return &s;
   }
   return nullptr;
+}
+
+// Issue 20 item 9: a rank late at every step (30 ms host stall) and another stalling 60 ms (a
+// third of a ~190 ms step; a quarter in the issue's job, more here for a margin over the noise of
+// a loaded 2-core machine) every 5th step, 4 processes on a machine
+// with a CPU hog (and whatever else runs: the suite runs tests in parallel). The persistent rank's
+// spike in every step made the stall every 5th step look like chance (the spike rate of its
+// "peers"), and with 4 ranks the median arrival is the mean of the 2nd and 3rd: in the stall steps
+// it sat halfway to the persistent straggler and shrank the stall. The periodic rank was missed in
+// 4 of 6 runs; both must be named. 41 steps: 8 stalls in the steady state, enough for the periodic
+// test to exclude chance at the spike rate the hogs cause on every rank (with 5, it cannot).
+TEST(ContentionScenario, PersistentAndPeriodicStragglersUnderACpuHog) {
+  CpuHogs hog(1, -1);
+  // The verdict is judged on the job's steps. Host-only steps come from the call gaps, which a
+  // machine far busier than the hogs make (other jobs of a parallel ctest) can blur into one call
+  // per step: such a run is no test of the verdict and is run again, at most twice more.
+  Result r;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    r = run_scenario(
+        {kWorkload, {"--stall", "1:30", "--stall-every", "2:5:60"}, {"--mode", "host"}, {}, 41});
+    if (r.report["straggler_analysis"].value("steady_steps", 0) == 40) break;
+    std::cerr << "steps not found under this load ("
+              << r.report["overlap_analysis"].value("step_source", std::string()) << ", "
+              << r.report["straggler_analysis"].value("steady_steps", 0)
+              << " steady steps): again\n";
+  }
+  ASSERT_EQ(r.report["straggler_analysis"].value("steady_steps", 0), 40) << r.log;
+  const json* persistent = straggler(r, 1);
+  ASSERT_NE(persistent, nullptr) << r.report["stragglers"].dump(1) << r.log;
+  EXPECT_EQ((*persistent)["pattern"], "persistent") << persistent->dump(1);
+  const json* periodic = straggler(r, 2);
+  ASSERT_NE(periodic, nullptr) << r.report["stragglers"].dump(1) << r.log;
+  EXPECT_EQ((*periodic)["pattern"], "periodic") << periodic->dump(1);
+  EXPECT_EQ((*periodic)["period_steps"], 5) << periodic->dump(1);
+  // Its stall steps (1-based 5, 10, ..., 40), all but one at most (a hog may blur one).
+  const auto steps = (*periodic)["spike_steps"].get<std::vector<int>>();
+  EXPECT_GE(steps.size(), 7u) << periodic->dump(1);
+  for (int k : steps) EXPECT_EQ(k % 5, 0) << periodic->dump(1);
+  // Anyone else named is late because the hogs took its CPU, and the report says so.
+  for (const json& s : r.report["stragglers"]) {
+    if (s["rank"] == 1 || s["rank"] == 2) continue;
+    EXPECT_EQ(s["cause"], "cpu-contention") << s.dump(1);
+  }
 }
 
 // A rank pinned to one CPU that three hogs pinned to the same CPU share: its 20 ms of host work

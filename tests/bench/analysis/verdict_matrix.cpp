@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
   const int sizes[][2] = {{4, 2}, {8, 2}, {8, 4}, {16, 4}, {16, 8}, {32, 8}, {64, 8}, {12, 1}};
   for (int i = 0; i < scenarios; ++i) {
     ScenarioSpec s;
-    s.kind = t::kAllKinds[i % 7];
+    s.kind = t::kAllKinds[static_cast<std::size_t>(i) % std::size(t::kAllKinds)];
     s.noise = noises[(i / 7) % 4];
     s.noise_frac = s.noise == Noise::kNone ? 0.0 : 0.01 + 0.09 * rng.unit();
     s.host_only = rng.unit() < 0.3;

@@ -33,6 +33,8 @@ const char* to_string(Kind k) {
       return "two-stragglers";
     case Kind::kSlowLink:
       return "slow-link";
+    case Kind::kPersistentPeriodic:
+      return "persistent+periodic";
     case Kind::kClean:
       break;
   }
@@ -74,6 +76,17 @@ Scenario make_scenario(const ScenarioSpec& spec) {
     sc.description +=
         fmt::format("rank {} host stall {:.2f} ms; ", r, static_cast<double>(ns) / 1e6);
   };
+  // Rank r stalls every 3-8 steps by a share of T drawn in [lo, hi).
+  auto periodic = [&](int r, double lo, double hi) {
+    const int every = 3 + d.below(6);  // 3..8
+    SimRank& sr = p.ranks[static_cast<std::size_t>(r)];
+    sr.spike_every = every;
+    sr.spike_ns = static_cast<int64_t>(d.between(lo, hi) * T);
+    p.steps = std::max(p.steps, 5 * every + 1);
+    sc.truth.push_back({r, "periodic", static_cast<std::size_t>(every), stall_cause, false});
+    sc.description += fmt::format("rank {} stalls {:.2f} ms every {} steps; ", r,
+                                  static_cast<double>(sr.spike_ns) / 1e6, every);
+  };
   switch (spec.kind) {
     case Kind::kClean:
       sc.description = "clean; ";
@@ -95,16 +108,19 @@ Scenario make_scenario(const ScenarioSpec& spec) {
                                    static_cast<double>(ns) / 1e6);
       break;
     }
-    case Kind::kPeriodic: {
-      const int r = d.below(spec.ranks);
-      const int every = 3 + d.below(6);  // 3..8
-      SimRank& sr = p.ranks[static_cast<std::size_t>(r)];
-      sr.spike_every = every;
-      sr.spike_ns = static_cast<int64_t>(d.between(0.4, 0.8) * T);
-      p.steps = std::max(p.steps, 5 * every + 1);
-      sc.truth.push_back({r, "periodic", static_cast<std::size_t>(every), stall_cause, false});
-      sc.description = fmt::format("rank {} stalls {:.2f} ms every {} steps; ", r,
-                                   static_cast<double>(sr.spike_ns) / 1e6, every);
+    case Kind::kPeriodic:
+      periodic(d.below(spec.ranks), 0.4, 0.8);
+      break;
+    case Kind::kPersistentPeriodic: {
+      // Any two ranks (the same node or not: one persistent rank is no node problem).
+      const int a = d.below(spec.ranks);
+      const int b = (a + 1 + d.below(spec.ranks - 1)) % spec.ranks;
+      if (d.unit() < 0.5) {
+        slow_gpu(a);
+      } else {
+        stall(a);
+      }
+      periodic(b, 0.2, 0.6);
       break;
     }
     case Kind::kTwoStragglers: {

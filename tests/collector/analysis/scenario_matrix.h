@@ -6,7 +6,8 @@
 // level (delays on every rank that make nobody a straggler), GPU-timed or host-only, a job size.
 // Magnitudes are drawn relative to the nominal step T so that every kind stays detectable at
 // noise up to 10% of T: slow GPU x1.3-1.6 compute (lateness ≈ 13-26% of T), host stall
-// 15-40% of T, periodic stall 40-80% of T every 3-8 steps.
+// 15-40% of T, periodic stall 40-80% of T every 3-8 steps (next to a persistent straggler:
+// 20-60% of T).
 #pragma once
 
 #include <cstdint>
@@ -27,10 +28,13 @@ enum class Kind : uint8_t {
   kPeriodic,
   kTwoStragglers,
   kSlowLink,  // one node's NIC slows the cross-node transfers of its comms (pair-links layout)
+  // A persistent straggler (slow GPU or host stall) and another rank stalling every Nth step:
+  // the periodic one must not hide behind the persistent one's lateness.
+  kPersistentPeriodic,
 };
-inline constexpr Kind kAllKinds[] = {Kind::kClean,    Kind::kSlowGpu,  Kind::kHostStall,
-                                     Kind::kSlowNode, Kind::kPeriodic, Kind::kTwoStragglers,
-                                     Kind::kSlowLink};
+inline constexpr Kind kAllKinds[] = {
+    Kind::kClean,    Kind::kSlowGpu,       Kind::kHostStall, Kind::kSlowNode,
+    Kind::kPeriodic, Kind::kTwoStragglers, Kind::kSlowLink,  Kind::kPersistentPeriodic};
 const char* to_string(Kind k);
 
 // One expected straggler entry of the JSON report.

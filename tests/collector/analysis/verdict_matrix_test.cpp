@@ -4,6 +4,8 @@
 // node, pattern, period, cause — with no false straggler.
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include "analysis/analyze.h"
 #include "scenario_matrix.h"
 
@@ -40,6 +42,8 @@ TEST_P(VerdictMatrix, NamedExactly) {
     EXPECT_TRUE(s.exact()) << sc.description << "\n"
                            << s.detail << "\n"
                            << report.json["stragglers"].dump(1);
+    if (!s.exact() && getenv("DEBUG_SECTIONS"))
+      for (auto& sec : report.sections) std::cerr << sec.title << "\n" << sec.body << "\n";
     // Delays alike on every rank never make a warning of their own.
     if (c.kind == Kind::kClean) {
       for (const auto& f : report.findings) {
@@ -92,7 +96,7 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   std::string s = std::string(testing::to_string(info.param.kind)) + "_" +
                   testing::to_string(info.param.noise) + (info.param.host_only ? "_host" : "_gpu");
   for (char& ch : s) {
-    if (ch == '-') ch = '_';
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   }
   return s;
 }
