@@ -116,6 +116,15 @@ enum class TimingSource : uint8_t {
   kKineto = 3,    // a PyTorch-profiler trace
 };
 
+enum class KernelScope : uint8_t { kAll = 0, kNcclOnly = 1, kSampled = 2 };
+
+// "all", "nccl", "sampled:N" (N unknown: "sampled"): as NCCLWATCH_KERNELS spells it.
+inline std::string kernel_scope_name(KernelScope k, uint32_t every) {
+  if (k == KernelScope::kNcclOnly) return "nccl";
+  if (k == KernelScope::kSampled) return every ? "sampled:" + std::to_string(every) : "sampled";
+  return "all";
+}
+
 // Name used in the report's tables and JSON.
 constexpr const char* timing_name(TimingSource t) {
   switch (t) {
@@ -165,6 +174,12 @@ struct RankInfo {
   bool salvaged = false;  // recovered from a dead process's segment
   bool complete = true;   // file closed normally
   TimingSource timing = TimingSource::kHostOnly;
+  // Compute kernels left out on purpose (NCCLWATCH_KERNELS, trace header kernel_filter): none,
+  // all of them (nccl), or all but those starting in the 1 s windows w (rank clock, ns / 1e9)
+  // with w % kernel_sample_every == 0 (sampled:N; 0: N unknown — a trace written before the
+  // header said, whose windows are those holding compute kernels).
+  KernelScope kernels = KernelScope::kAll;
+  uint32_t kernel_sample_every = 0;
   // monotonic -> realtime: realtime = t + wall_offset_ns (from the clock anchors).
   int64_t wall_offset_ns = 0;
   // Latest host time the process is known to have been alive (clock anchors are written every

@@ -23,25 +23,27 @@ json ranks_json(const model::JobTrace& job, const model::ClockAlignment& clock) 
       p2p += format::is_p2p(c.func);
       gpu += c.has_gpu();
     }
-    list.push_back({{"rank", r.info.rank},
-                    {"host", r.info.host},
-                    {"pid", r.info.pid},
-                    {"device", r.info.device},
-                    {"local_rank", r.info.local_rank},
-                    {"calls", r.calls.size()},
-                    {"collectives", colls},
-                    {"p2p", p2p},
-                    {"gpu_timed", gpu},
-                    {"timing", model::timing_name(r.info.timing)},
-                    {"dropped", r.info.losses.ring_full},
-                    {"cupti_dropped", r.info.losses.cupti_dropped},
-                    {"lost", r.info.losses.lost()},
-                    {"losses", losses_json(r.info.losses)},
-                    {"skipped", r.info.skipped},
-                    {"salvaged", r.info.salvaged},
-                    {"complete", r.info.complete},
-                    {"clock_offset_us", us(clock.at(i))},
-                    {"source", r.info.source}});
+    list.push_back(
+        {{"rank", r.info.rank},
+         {"host", r.info.host},
+         {"pid", r.info.pid},
+         {"device", r.info.device},
+         {"local_rank", r.info.local_rank},
+         {"calls", r.calls.size()},
+         {"collectives", colls},
+         {"p2p", p2p},
+         {"gpu_timed", gpu},
+         {"timing", model::timing_name(r.info.timing)},
+         {"kernels", model::kernel_scope_name(r.info.kernels, r.info.kernel_sample_every)},
+         {"dropped", r.info.losses.ring_full},
+         {"cupti_dropped", r.info.losses.cupti_dropped},
+         {"lost", r.info.losses.lost()},
+         {"losses", losses_json(r.info.losses)},
+         {"skipped", r.info.skipped},
+         {"salvaged", r.info.salvaged},
+         {"complete", r.info.complete},
+         {"clock_offset_us", us(clock.at(i))},
+         {"source", r.info.source}});
   }
   return list;
 }

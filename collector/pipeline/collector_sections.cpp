@@ -26,13 +26,21 @@ RankCounts count_calls(const model::RankTrace& r) {
   return c;
 }
 
+// "cupti", or with compute kernels left out on request "cupti:nccl", "cupti:sampled:4".
+std::string timing_label(const model::RankInfo& info) {
+  std::string t = model::timing_name(info.timing);
+  if (info.kernels != model::KernelScope::kAll)
+    t += ":" + model::kernel_scope_name(info.kernels, info.kernel_sample_every);
+  return t;
+}
+
 std::string rank_row(const model::RankTrace& r) {
   RankCounts c = count_calls(r);
   std::string state = r.info.salvaged ? "salvaged" : (r.info.complete ? "" : "cut short");
   return fmt::format("{:>5}  {:<16} {:>4} {:>8} {:>9} {:>9} {:>7}  {:<11} {:>9} {:>8} {:>6}  {}\n",
                      r.info.rank < 0 ? std::string("?") : std::to_string(r.info.rank),
                      r.info.host.substr(0, 16), r.info.device, r.info.pid, r.calls.size(), c.colls,
-                     c.p2p, model::timing_name(r.info.timing), c.gpu, r.info.losses.dropped(),
+                     c.p2p, timing_label(r.info), c.gpu, r.info.losses.dropped(),
                      r.info.losses.lost(), state);
 }
 
@@ -81,9 +89,13 @@ std::string clock_table(const model::ClockAlignment& clock) {
   std::string body = fmt::format("{:<24} {:>14} {:>12} {:>9}  {}\n", "host", "offset_us",
                                  "residual_us", "samples", "method");
   for (const auto& h : clock.hosts) {
-    body += fmt::format("{:<24} {:>14.1f} {:>12.1f} {:>9}  {}\n", h.host.substr(0, 24),
+    // A host kept on its wall clock has no residual: its estimate was not used.
+    body += fmt::format("{:<24} {:>14.1f} {:>12} {:>9}  {}\n", h.host.substr(0, 24),
                         static_cast<double>(h.offset_ns) / 1000.0,
-                        static_cast<double>(h.residual_ns) / 1000.0, h.samples, h.method);
+                        h.significant
+                            ? fmt::format("{:.1f}", static_cast<double>(h.residual_ns) / 1000.0)
+                            : std::string("-"),
+                        h.samples, h.method);
   }
   return body;
 }

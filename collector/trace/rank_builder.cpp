@@ -38,6 +38,18 @@ RankBuilder::RankBuilder(const format::TraceHeader& header, std::string source) 
   info.local_rank = std::max(p.local_rank, -1);
   info.device = std::max(p.device, -1);
   info.losses = model::Losses::of(header);
+  const uint32_t policy = format::kernel_filter_policy(header.kernel_filter);
+  if (policy == format::kKernelFilterNccl &&
+      format::kernel_filter_every(header.kernel_filter) == 0) {
+    info.kernels = model::KernelScope::kNcclOnly;
+  } else if (policy == format::kKernelFilterSampled &&
+             format::kernel_filter_every(header.kernel_filter) >= 2) {
+    info.kernels = model::KernelScope::kSampled;
+    info.kernel_sample_every = format::kernel_filter_every(header.kernel_filter);
+  } else if (info.losses.counts.kernels_filtered > 0) {
+    // Filtered by a writer that did not record how: sampled, windows unknown (or nccl).
+    info.kernels = model::KernelScope::kSampled;
+  }
   info.salvaged = header.state == format::kTraceStateSalvaged;
   info.complete = header.state == format::kTraceStateClosed || info.salvaged;
   constexpr int64_t kMaxTimeNs = int64_t{1} << 62;  // as record_check: beyond it is damage

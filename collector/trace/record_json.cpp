@@ -242,6 +242,7 @@ nlohmann::ordered_json header_to_json(const format::TraceHeader& h) {
   j["dropped"] = h.dropped;
   j["cupti_dropped"] = h.cupti_dropped;
   j["mode"] = h.mode;
+  j["kernel_filter"] = h.kernel_filter;
   // Every other loss the shim counted (zero for files older than layout version 3).
   json losses = json::object();
   const auto all = model::Losses::of(h);

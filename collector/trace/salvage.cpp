@@ -163,6 +163,7 @@ format::TraceHeader final_header(const Target& t, const SegmentView& seg, uint64
   h.dropped = s.dropped;
   h.cupti_dropped = s.cupti_dropped;
   h.mode = s.mode;
+  h.kernel_filter = s.kernel_filter;
   // The segment's counters are the process's whole run; what this salvage could not recover
   // (holes, positions already overwritten) is lost too and said so in the same place.
   h.losses = s.losses;

@@ -65,6 +65,14 @@ HeaderVerdict check_trace_header(const format::TraceHeader& h) {
         fmt::format("implausible rank {} of world size {} (ignored)", p.rank, p.world_size));
   }
   if (h.mode > 2) v.warnings.push_back(fmt::format("unknown timing mode {}", h.mode));
+  const uint32_t policy = format::kernel_filter_policy(h.kernel_filter);
+  if (policy > format::kKernelFilterSampled ||
+      (policy == format::kKernelFilterSampled &&
+       format::kernel_filter_every(h.kernel_filter) < 2) ||
+      (policy != format::kKernelFilterSampled &&
+       format::kernel_filter_every(h.kernel_filter) != 0)) {
+    v.warnings.push_back(fmt::format("unknown kernel filter 0x{:08x} (ignored)", h.kernel_filter));
+  }
   return v;
 }
 

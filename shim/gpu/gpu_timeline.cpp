@@ -104,6 +104,14 @@ bool GpuTimeline::start(bool settle) noexcept {
         auto& t = CuptiTracer::instance();
         std::fprintf(stderr, "ncclwatch: GPU timing: full (CUPTI %s, %s clock)\n",
                      t.cupti_path().c_str(), t.clock_measured() ? "measured" : "callback");
+        // The trace says which compute kernels were left out on purpose (the collector judges
+        // utilization and overlap only where compute was recorded).
+        const KernelFilter& f = options.filter;
+        set_kernel_filter(f.policy() == KernelPolicy::kNccl
+                              ? format::kernel_filter_code(format::kKernelFilterNccl, 0)
+                          : f.policy() == KernelPolicy::kSampled
+                              ? format::kernel_filter_code(format::kKernelFilterSampled, f.every())
+                              : 0);
         decide(TimingMode::kFull);
         return true;
       }

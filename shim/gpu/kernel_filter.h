@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "ncclwatch/format.h"
 #include "record/settings.h"
 
 namespace ncclwatch::shim::gpu {
@@ -34,7 +35,9 @@ class KernelFilter {
   Policy policy() const noexcept { return policy_; }
   uint32_t every() const noexcept { return every_; }
 
-  static constexpr int64_t kWindowNs = 1'000'000'000;
+  // The trace header records the policy (format::kernel_filter_code) and the collector rebuilds
+  // the windows from it: one constant for both.
+  static constexpr int64_t kWindowNs = format::kKernelSampleWindowNs;
 
  private:
   Policy policy_ = Policy::kAll;

@@ -232,6 +232,11 @@ void set_timing_mode(uint32_t mode) noexcept {
   if (r != nullptr) std::atomic_ref<uint32_t>(r->header()->mode).store(mode);
 }
 
+void set_kernel_filter(uint32_t code) noexcept {
+  RecorderInstance* r = g_recorder.load(std::memory_order_acquire);
+  if (r != nullptr) std::atomic_ref<uint32_t>(r->header()->kernel_filter).store(code);
+}
+
 const InFlightCall& in_flight_call() noexcept {
   return t_in_flight;
 }

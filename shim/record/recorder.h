@@ -42,7 +42,8 @@ void mark_returned() noexcept;
 // LossCounts), cheap enough for the hot path's rare give-up branches (lite mode out of slots).
 void add_cupti_dropped(uint64_t n) noexcept;
 void add_loss(uint64_t format::LossCounts::*counter, uint64_t n = 1) noexcept;
-void set_timing_mode(uint32_t mode) noexcept;  // SegmentHeader::mode values
+void set_timing_mode(uint32_t mode) noexcept;    // SegmentHeader::mode values
+void set_kernel_filter(uint32_t code) noexcept;  // format::kernel_filter_code
 
 // The NCCL call the calling thread is inside right now (set by the wrappers for the duration of
 // the real call; for ncclGroupEnd func == kGroupEnd and comm_id == 0). CUPTI launch callbacks

@@ -213,7 +213,8 @@ void RecorderInstance::finish() {
   for (const auto& field : format::kLossFields)
     losses.*field.counter =
         std::atomic_ref<uint64_t>(h->losses.*field.counter).load(std::memory_order_relaxed);
-  writer_->close(h->process, dropped, cupti, h->mode, losses);
+  writer_->close(h->process, dropped, cupti, h->mode,
+                 std::atomic_ref<uint32_t>(h->kernel_filter).load(), losses);
   if (!write_failed_) {
     std::atomic_ref<uint32_t>(h->state).store(format::kSegmentStateClosed);
     segment_->remove();

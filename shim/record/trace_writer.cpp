@@ -95,13 +95,15 @@ bool TraceWriter::append(const format::Record* records, uint64_t n) {
 }
 
 bool TraceWriter::close(const format::ProcessInfo& process, uint64_t dropped,
-                        uint64_t cupti_dropped, uint32_t mode, const format::LossCounts& losses) {
+                        uint64_t cupti_dropped, uint32_t mode, uint32_t kernel_filter,
+                        const format::LossCounts& losses) {
   if (fd_ < 0) return false;
   format::TraceHeader header = format::trace_header(format::kTraceStateClosed, process);
   header.records = records_;
   header.dropped = dropped;
   header.cupti_dropped = cupti_dropped;
   header.mode = mode;
+  header.kernel_filter = kernel_filter;
   header.losses = losses;
   bool ok = ::pwrite(fd_, &header, sizeof header, 0) == static_cast<ssize_t>(sizeof header);
   ::close(fd_);

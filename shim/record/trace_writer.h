@@ -26,7 +26,7 @@ class TraceWriter {
 
   // Rewrites the header: final process info, counts, state closed. Closes the file.
   bool close(const format::ProcessInfo& process, uint64_t dropped, uint64_t cupti_dropped,
-             uint32_t mode, const format::LossCounts& losses);
+             uint32_t mode, uint32_t kernel_filter, const format::LossCounts& losses);
 
   // Closes the descriptor without touching the file (forked child).
   void abandon();

@@ -457,6 +457,24 @@ inline constexpr LossField kLossFields[] = {
     {&LossCounts::ring_overwritten, "ring_overwritten", "overwritten before salvage", "records"},
 };
 
+// NCCLWATCH_KERNELS as both headers record it (kernel_filter), so the collector knows which
+// compute kernels are missing on purpose: 0 = every kernel kept (also what writers before this
+// field left there, and host or lite mode); else the policy in the top byte and, for sampled:N,
+// N in the low 24 bits (settings allow N <= 1,000,000). Readers need not understand it: an
+// older reader ignores the field, a newer one reads 0 from older files.
+inline constexpr uint32_t kKernelFilterNccl = 1;     // NCCL kernels only
+inline constexpr uint32_t kKernelFilterSampled = 2;  // compute in 1 s windows w, w % N == 0
+inline constexpr int64_t kKernelSampleWindowNs = 1'000'000'000;
+constexpr uint32_t kernel_filter_code(uint32_t policy, uint32_t every) noexcept {
+  return policy == 0 ? 0 : (policy << 24) | (every & 0xFFFFFFu);
+}
+constexpr uint32_t kernel_filter_policy(uint32_t code) noexcept {
+  return code >> 24;
+}
+constexpr uint32_t kernel_filter_every(uint32_t code) noexcept {
+  return code & 0xFFFFFFu;
+}
+
 // Identity of the writing process, copied into both the segment and the trace file header.
 struct ProcessInfo {
   char job[kJobIdSize];      // NUL-terminated
@@ -525,8 +543,10 @@ struct SegmentHeader {
   uint64_t drained;                // records appended to the trace file so far
   uint32_t state;                  // kSegmentState*
   uint32_t mode;                   // 0 host-only, 1 full (CUPTI), 2 lite (CUDA events)
-  uint64_t reserved[4];            // version 2 had in_flight_overflow here (now in losses)
-  alignas(64) LossCounts losses;   // version 3
+  uint32_t kernel_filter;          // NCCLWATCH_KERNELS in full mode (kernel_filter_code)
+  uint32_t reserved_pad;
+  uint64_t reserved[3];           // version 2 had in_flight_overflow here (now in losses)
+  alignas(64) LossCounts losses;  // version 3
   alignas(64) InFlightSlot in_flight[kInFlightSlots];  // version 2
 };
 static_assert(sizeof(SegmentHeader) == 768 + 64 * kInFlightSlots);
@@ -548,9 +568,9 @@ struct TraceHeader {
   uint64_t records;  // records after the header when closed (0 while open)
   uint64_t dropped;  // ring drops
   uint64_t cupti_dropped;
-  uint32_t mode;  // as SegmentHeader::mode
-  uint32_t reserved0;
-  LossCounts losses;  // version 3; zero (then reserved) in versions 1 and 2
+  uint32_t mode;           // as SegmentHeader::mode
+  uint32_t kernel_filter;  // as SegmentHeader::kernel_filter; zero (reserved) in older writers
+  LossCounts losses;       // version 3; zero (then reserved) in versions 1 and 2
 };
 static_assert(sizeof(TraceHeader) == 320);
 static_assert(offsetof(TraceHeader, losses) == 256, "losses fill what versions 1-2 reserved");

@@ -246,6 +246,17 @@ TEST(GpuRanks, KernelFilterCountsWhatItLeftOut) {
     EXPECT_GT(compute[t.info.rank], 0u);
     EXPECT_EQ(t.info.losses.counts.kernels_filtered, compute[t.info.rank]) << t.info.rank;
   }
+  // The trace header says which filter left them out (the report judges by it).
+  for (const auto& t : all.ranks) EXPECT_EQ(t.info.kernels, ncclwatch::model::KernelScope::kAll);
+  for (const auto& t : nccl_only.ranks)
+    EXPECT_EQ(t.info.kernels, ncclwatch::model::KernelScope::kNcclOnly) << t.info.rank;
+  JobRun sampled = run_job(FAKE_TRAIN, {"--steps", "2"}, {"NCCLWATCH_KERNELS=sampled:7"});
+  ASSERT_EQ(sampled.status, 0);
+  ASSERT_EQ(sampled.ranks.size(), 4u);
+  for (const auto& t : sampled.ranks) {
+    EXPECT_EQ(t.info.kernels, ncclwatch::model::KernelScope::kSampled) << t.info.rank;
+    EXPECT_EQ(t.info.kernel_sample_every, 7u) << t.info.rank;
+  }
 }
 
 TEST(GpuRanks, BusyCuptiFallsBackToLiteWithOneWarningPerRank) {

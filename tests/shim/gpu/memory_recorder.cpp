@@ -19,6 +19,7 @@ thread_local InFlightCall tls_call;
 std::atomic<uint64_t> test_cupti_dropped{0};
 format::LossCounts test_losses{};
 std::atomic<uint32_t> test_timing_mode{0};
+std::atomic<uint32_t> test_kernel_filter{0};
 std::atomic<bool> test_recording{true};
 
 int64_t now_ns() noexcept {
@@ -49,6 +50,10 @@ void add_loss(uint64_t format::LossCounts::*counter, uint64_t n) noexcept {
   std::lock_guard<std::mutex> lock(mu);
   test_losses.*counter += n;
 }
+void set_kernel_filter(uint32_t code) noexcept {
+  test_kernel_filter = code;
+}
+
 void set_timing_mode(uint32_t mode) noexcept {
   test_timing_mode = mode;
 }

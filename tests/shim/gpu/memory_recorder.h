@@ -11,6 +11,7 @@ namespace ncclwatch::shim {
 extern std::atomic<uint64_t> test_cupti_dropped;
 extern format::LossCounts test_losses;  // what add_loss counted (read after the threads joined)
 extern std::atomic<uint32_t> test_timing_mode;
+extern std::atomic<uint32_t> test_kernel_filter;  // set_kernel_filter's last code
 extern std::atomic<bool> test_recording;
 std::vector<format::Record> test_records();
 void test_clear_records();
