@@ -148,6 +148,7 @@ model::ClockAlignment align_clocks(const model::JobTrace& job, const model::Matc
     model::HostOffset& ho = out.hosts[to];
     ho.residual_ns = sat_add(out.hosts[from].residual_ns, best->est.spread);
     ho.samples = best->est.kept;
+    ho.significant = significant;
     ho.method =
         std::string(best->method) + (significant ? "" : " (not significant: wall clock kept)");
   }
@@ -158,7 +159,7 @@ model::ClockAlignment align_clocks(const model::JobTrace& job, const model::Matc
     if (!placed[h])
       ho.method = hosts.wall_known[h] && hosts.wall_known[0] ? "wall-clock (no support)"
                                                              : "none (no support)";
-    out.residual_ns = std::max(out.residual_ns, ho.residual_ns);
+    if (ho.significant) out.residual_ns = std::max(out.residual_ns, ho.residual_ns);
   }
   out.rank_offset_ns.resize(job.ranks.size());
   for (std::size_t r = 0; r < job.ranks.size(); ++r)

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "kineto/collective_names.h"
+#include "model/func_names.h"
 
 namespace ncclwatch::kineto {
 namespace {
@@ -260,6 +261,25 @@ void RankTraceBuilder::link_kernels_to_calls() {
   }
 }
 
+// The lane of an op matched by order of appearance when the trace has neither sequence numbers
+// nor process groups: its kind, and its count for the kinds whose members all pass the same one
+// (an all-to-all's or a send's count may differ from rank to rank).
+namespace {
+std::string order_lane(Func f, uint64_t count) {
+  const std::string name = model::func_name(f);
+  switch (f) {
+    case Func::kAllReduce:
+    case Func::kBroadcast:
+    case Func::kReduce:
+    case Func::kAllGather:
+    case Func::kReduceScatter:
+      return name + " x" + std::to_string(count);
+    default:
+      return name;
+  }
+}
+}  // namespace
+
 // Function, sizes, comm and sequence number of each call.
 void RankTraceBuilder::describe_calls() {
   std::map<int64_t, std::vector<const Annotation*>> ann_by_tid;
@@ -297,14 +317,26 @@ void RankTraceBuilder::describe_calls() {
     if (count < 0) count = op.in_nelems;
     c.count = count > 0 ? static_cast<uint64_t>(count) : 0;
 
-    auto [it, fresh] = groups.try_emplace({op.pg_name, op.pg_ranks}, Group{0});
+    // Without PyTorch's sequence number and process-group arguments, order of appearance is
+    // trustworthy only among ops every rank issues alike: the same kind (and, where every member
+    // passes the same count, the same count). Each such lane numbers its own ops, so a profiler
+    // window that cut or left out an op of one kind on one rank does not pair an all-reduce
+    // with an all-to-all (a false desync); ops that disagree within a lane still do.
+    const std::string lane = op.seq < 0 && op.pg_name.empty() && op.pg_ranks.empty()
+                                 ? order_lane(f, c.count)
+                                 : std::string();
+    auto [it, fresh] = groups.try_emplace({op.pg_name, op.pg_ranks + lane}, Group{0});
     if (fresh) {
       const std::vector<int32_t> ranks = parse_rank_list(op.pg_ranks);
-      it->second.id = comm_id_for_group(op.pg_name, ranks);
+      it->second.id = lane.empty() ? comm_id_for_group(op.pg_name, ranks)
+                                   : comm_id_for_group("no process group: " + lane, ranks);
       model::CommInfo comm;
       comm.id = it->second.id;
-      comm.name = op.pg_name;
-      comm.nranks = op.group_size > 0 && op.group_size < INT32_MAX
+      comm.name = lane.empty() ? op.pg_name : "(no process group) " + lane;
+      // A lane's members are the ranks whose window holds one of its ops: its size is unknown
+      // (0), so a rank whose window cut them is no "member that left no trace".
+      comm.nranks = !lane.empty() ? 0
+                    : op.group_size > 0 && op.group_size < INT32_MAX
                         ? static_cast<int32_t>(op.group_size)
                     : !ranks.empty() ? static_cast<int32_t>(ranks.size())
                                      : trace_.info.world_size;

@@ -192,8 +192,10 @@ void rank_findings(const model::JobTrace& job, model::Report& report) {
 void clock_findings(const model::ClockAlignment& clock, model::Report& report) {
   if (clock.hosts.size() < 2) return;
   uint64_t samples = 0;
+  std::vector<const model::HostOffset*> kept;  // estimate not significant: wall clock kept
   for (const auto& h : clock.hosts) {
     samples += h.samples;
+    if (!h.significant) kept.push_back(&h);
     if (h.method.find("no support") != std::string::npos) {
       add(report, Severity::kWarning,
           fmt::format(
@@ -204,9 +206,26 @@ void clock_findings(const model::ClockAlignment& clock, model::Report& report) {
               h.method.rfind("wall", 0) == 0 ? "NTP (wall clock)" : "nothing (no clock anchors)"));
     }
   }
+  if (kept.empty()) {
+    add(report, Severity::kInfo,
+        fmt::format(
+            "clocks of {} hosts aligned from {} matched collectives; residual skew {:.1f} us",
+            clock.hosts.size(), samples, static_cast<double>(clock.residual_ns) / 1000.0));
+    return;
+  }
+  // An estimate that is not significant is no measurement of skew: say what was kept instead.
+  std::string names;
+  for (std::size_t i = 0; i < kept.size() && i < 4; ++i) names += (i ? ", " : "") + kept[i]->host;
+  if (kept.size() > 4) names += fmt::format(", ... ({} hosts)", kept.size());
+  const std::size_t aligned = clock.hosts.size() - kept.size();
   add(report, Severity::kInfo,
-      fmt::format("clocks of {} hosts aligned from {} matched collectives; residual skew {:.1f} us",
-                  clock.hosts.size(), samples, static_cast<double>(clock.residual_ns) / 1000.0));
+      fmt::format("clocks of {} hosts: {} kept on the wall clock (NTP) — the collectives could not "
+                  "tell {} offset from zero{}",
+                  clock.hosts.size(), names, kept.size() == 1 ? "its" : "their",
+                  aligned > 1
+                      ? fmt::format("; the other {} aligned with residual skew {:.1f} us",
+                                    aligned - 1, static_cast<double>(clock.residual_ns) / 1000.0)
+                      : std::string()));
 }
 
 }  // namespace

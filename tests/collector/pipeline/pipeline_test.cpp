@@ -2,8 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include "kineto/kineto_loader.h"
+#include "pipeline/collector_parts.h"
 #include "report/text_renderer.h"
 #include "synthetic_job.h"
+#include "trace_files.h"
 
 namespace ncclwatch::pipeline {
 namespace {
@@ -246,6 +251,74 @@ TEST(Pipeline, ProgressReportsStages) {
   o.progress = [&](const char* s) { stages.push_back(s); };
   run_pipeline(b.job, o);
   EXPECT_NE(std::find(stages.begin(), stages.end(), "matching"), stages.end());
+}
+
+// One collective of a Kineto trace of PyTorch without `Seq` and process-group arguments: a
+// record_param_comms op and its NCCL kernel, `at_us` into the trace.
+void kineto_op(std::vector<std::string>& ev, int id, const char* name, const char* kernel,
+               int64_t nelems, int64_t at_us) {
+  const int64_t ts = 1'000'000'000'000'000 + at_us;
+  ev.push_back(fmt::format(
+      R"J({{"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 9, "tid": 9, "ts": {}, "dur": 5, "args": {{"External id": {}, "Collective name": "{}", "dtype": "Float", "In msg nelems": {}, "Out msg nelems": {}, "Group size": 2}}}})J",
+      ts, id, name, nelems, nelems));
+  ev.push_back(fmt::format(
+      R"J({{"ph": "X", "cat": "kernel", "name": "{}", "pid": 1, "tid": 20, "ts": {}, "dur": 40, "args": {{"device": 0, "stream": 20, "correlation": {}, "External id": {}}}}})J",
+      kernel, ts + 10, 1000 + id, id));
+  ev.push_back(fmt::format(
+      R"J({{"ph": "X", "cat": "kernel", "name": "void gemm()", "pid": 1, "tid": 7, "ts": {}, "dur": 30, "args": {{"device": 0, "stream": 7, "correlation": {}, "External id": {}}}}})J",
+      ts + 60, 2000 + id, 500 + id));
+}
+
+TEST(Pipeline, KinetoWithoutSeqOrProcessGroupsMatchesOpsOfOneKindOnly) {
+  // Two ranks of a profiler window (HTA's "sampled" traces look like this): rank 0 recorded an
+  // all-to-all between two all-reduces that rank 1's window left out. Matched by order of
+  // appearance over all ops, rank 1's second all-reduce met rank 0's all-to-all: a CRITICAL
+  // desync that never happened. Matched per kind (and count), the all-reduces pair up.
+  const char* kAr = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
+  const char* kA2a = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)";
+  kineto::testing::TempDir tmp;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<std::string> ev;
+    kineto_op(ev, 1, "allreduce", kAr, 1000, 0);
+    if (rank == 0) kineto_op(ev, 2, "all_to_all", kA2a, 4000, 200);
+    kineto_op(ev, 3, "allreduce", kAr, 1000, 400);
+    kineto_op(ev, 4, "allreduce", kAr, 1000, 600);
+    kineto::testing::write_file(
+        tmp.path("rank" + std::to_string(rank) + ".json"),
+        kineto::testing::trace_doc(
+            ev, fmt::format(R"({{"backend": "nccl", "rank": {}, "world_size": 2}})", rank)));
+  }
+  model::JobTrace job = kineto::load_job({tmp.dir().string()});
+  ASSERT_EQ(job.ranks.size(), 2u);
+  PipelineResult res = run_pipeline(job, quiet());
+  const std::string text = report::render_text(res.report);
+  EXPECT_TRUE(res.match.desyncs.empty()) << text;
+  for (const auto& f : res.report.findings) {
+    EXPECT_LT(f.severity, model::Severity::kWarning) << text;
+    EXPECT_EQ(f.text.find("desync on comm"), std::string::npos) << text;
+  }
+  // The three all-reduces matched across both ranks.
+  std::size_t all_reduces = 0;
+  for (const auto& inst : res.match.instances)
+    all_reduces += inst.func == Func::kAllReduce && inst.nmembers == 2;
+  EXPECT_EQ(all_reduces, 3u) << text;
+}
+
+TEST(Pipeline, AClockEstimateThatIsNotSignificantIsNoResidualSkew) {
+  JobBuilder b(2);
+  model::JobTrace& job = b.job;
+  job.ranks[1].info.host = "node-b";
+  model::MatchResult match;
+  model::ClockAlignment clock;
+  clock.hosts.resize(2);
+  clock.hosts[0] = {"node-a", 0, 0, 0, "reference", true};
+  clock.hosts[1] = {"node-b", 0, 56'826'600, 8, "gpu-kernel-end (not significant: wall clock kept)",
+                    false};
+  model::Report report;
+  add_collector_findings(job, match, clock, report);
+  const std::string text = report::render_text(report);
+  EXPECT_EQ(text.find("residual skew"), std::string::npos) << text;
+  EXPECT_NE(text.find("node-b kept on the wall clock"), std::string::npos) << text;
 }
 
 }  // namespace
