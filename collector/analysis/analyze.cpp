@@ -5,6 +5,7 @@
 #include "analysis/arrivals.h"
 #include "analysis/bucket_table.h"
 #include "analysis/cross_node_comm.h"
+#include "analysis/data_support.h"
 #include "analysis/overlap.h"
 #include "analysis/overlap_report.h"
 #include "analysis/pattern_report.h"
@@ -19,10 +20,31 @@
 
 namespace ncclwatch::analysis {
 
+namespace {
+
+// Which analysis finding costs most (warnings only): "fix it first" goes there alone.
+OverlapReport::Largest largest_cost(const StragglerResult& s, const PatternVerdict& v,
+                                    const std::vector<RankOverlap>& overlaps) {
+  double straggler = 0;
+  for (const Straggler& x : s.stragglers)
+    if (x.warning) straggler = std::max(straggler, x.cost_pct);
+  for (const NodeProblem& x : s.nodes)
+    if (x.warning) straggler = std::max(straggler, x.cost_pct);
+  const double stall =
+      v.severity == model::Severity::kWarning && v.row != PatternRow::kLagging ? v.cost_pct : 0.0;
+  const double overlap = OverlapReport::cost_pct(JobOverlap::of(overlaps), s);
+  if (straggler > 0 && straggler >= stall && straggler >= overlap)
+    return OverlapReport::Largest::kStraggler;
+  return stall > overlap ? OverlapReport::Largest::kOther : OverlapReport::Largest::kThis;
+}
+
+}  // namespace
+
 void analyze(const model::JobTrace& job, const model::MatchResult& match,
              const model::ClockAlignment& clocks, model::Report& report, unsigned threads) {
   const unsigned workers = trace::worker_count(threads);
   const std::size_t n = job.ranks.size();
+  const DataSupport support = DataSupport::of(job, match);
   const Arrivals arrivals = Arrivals::of(job, match, clocks, default_tie_ns(clocks), workers);
   const std::vector<IntervalSet> waits = peer_wait_sets(job, match, clocks, arrivals);
 
@@ -42,8 +64,12 @@ void analyze(const model::JobTrace& job, const model::MatchResult& match,
   trace::parallel_for(n, workers, [&](std::size_t i) {
     const model::RankTrace& rank = job.ranks[i];
     const RankActivity& a = activities[i];
-    overlaps[i] = OverlapAnalysis::of_rank(rank, i, a, std::move(plans[i]), waits[i]);
-    breakdowns[i] = StepBreakdownAnalysis::of_rank(rank, i, a, overlaps[i].plan, waits[i]);
+    const std::optional<IntervalSet>& windows = support.ranks[i].compute_windows;
+    const IntervalSet* compute_windows = windows ? &*windows : nullptr;
+    overlaps[i] =
+        OverlapAnalysis::of_rank(rank, i, a, std::move(plans[i]), waits[i], compute_windows);
+    breakdowns[i] =
+        StepBreakdownAnalysis::of_rank(rank, i, a, overlaps[i].plan, waits[i], compute_windows);
     breakdown_rows[i] = StepBreakdownReport::rank_json(breakdowns[i], n);
   });
 
@@ -62,13 +88,15 @@ void analyze(const model::JobTrace& job, const model::MatchResult& match,
     for (const RankOverlap& o : overlaps) plans.push_back(&o.plan);
     cross_node = CrossNodeComm::find(job, activities, plans);
   });
+  support.gate(stragglers.stragglers);
   const PatternVerdict verdict = PatternVerdict::judge(job, breakdowns, stragglers);
 
-  // Finding order: stragglers, the pattern verdict, overlap (the terminal sorts by severity).
-  StragglerReport::write(stragglers, report);
-  PatternReport::write(verdict, stragglers, cross_node, report);
-  OverlapReport::write(overlaps, buckets, stragglers, report);
-  StepBreakdownReport::write(breakdowns, std::move(breakdown_rows), report);
+  // Every finding carries its cost; the renderers order them by it (model::ordered_findings).
+  StragglerReport::write(stragglers, support, report);
+  PatternReport::write(verdict, stragglers, cross_node, support, report);
+  OverlapReport::write(overlaps, buckets, stragglers, support,
+                       largest_cost(stragglers, verdict, overlaps), report);
+  StepBreakdownReport::write(breakdowns, std::move(breakdown_rows), support, report);
 }
 
 }  // namespace ncclwatch::analysis

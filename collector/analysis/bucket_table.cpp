@@ -43,6 +43,11 @@ std::vector<BucketRow> BucketTable::of(const model::JobTrace& job,
           !c.has_gpu()) {
         continue;
       }
+      // Compute recorded only in windows: its overlap is known only in the steps inside them.
+      if (ro.sampled &&
+          (static_cast<std::size_t>(step) >= ro.steps.size() || !ro.steps[step].sampled)) {
+        continue;
+      }
       if (step != ordinal_step) {
         ordinal.clear();
         ordinal_step = step;
@@ -62,7 +67,7 @@ std::vector<BucketRow> BucketTable::of(const model::JobTrace& job,
       row.overlapped_ns += compute.length_within(c.gpu_start_ns, c.gpu_end_ns, cursor);
       any = true;
     }
-    if (any) steady_pairs += plan.steady_steps();
+    if (any) steady_pairs += ro.steady_steps;
   }
   std::vector<BucketRow> out;
   for (const BucketRow& row : rows) {

@@ -41,6 +41,18 @@ OverlapTotals measure(const Sets& s, Interval w, Cursor& c) {
   return t;
 }
 
+void add(OverlapTotals& t, const OverlapTotals& o) {
+  t.window_ns += o.window_ns;
+  t.comm_ns += o.comm_ns;
+  t.overlapped_ns += o.overlapped_ns;
+  t.exposed_ns += o.exposed_ns;
+  t.peer_wait_ns += o.peer_wait_ns;
+  t.wait_ns += o.wait_ns;
+  t.compute_ns += o.compute_ns;
+  t.busy_ns += o.busy_ns;
+  t.idle_before_comm_ns += o.idle_before_comm_ns;
+}
+
 std::vector<std::pair<int64_t, int64_t>> idle_before_comm(const IntervalSet& comm,
                                                           const IntervalSet& busy) {
   // Busy includes comm, so every comm span lies inside one busy span; when that busy span
@@ -74,7 +86,7 @@ double overlap_fraction(const model::RankTrace& rank) {
 
 RankOverlap OverlapAnalysis::of_rank(const model::RankTrace& rank, std::size_t rank_index,
                                      const RankActivity& activity, StepPlan plan,
-                                     const IntervalSet& wait) {
+                                     const IntervalSet& wait, const IntervalSet* compute_windows) {
   RankOverlap r;
   r.rank_index = rank_index;
   r.rank = rank.info.rank;
@@ -96,10 +108,33 @@ RankOverlap OverlapAnalysis::of_rank(const model::RankTrace& rank, std::size_t r
     st.window = plan.steps[i];
     st.warmup = i < plan.warmup;
     st.totals = measure(s, st.window, steps_cursor);
+    if (compute_windows)
+      st.sampled =
+          compute_windows->length_within(st.window.begin, st.window.end) == st.window.length();
     r.steps.push_back(st);
   }
-  Cursor steady_cursor;
-  r.steady = measure(s, plan.steady, steady_cursor);
+  if (compute_windows) {
+    // Compute is known only inside the windows: the steady state is the steady steps there.
+    r.sampled = true;
+    for (const StepOverlap& st : r.steps) {
+      if (st.warmup || !st.sampled) continue;
+      add(r.steady, st.totals);
+      ++r.steady_steps;
+    }
+    r.measurable = r.measurable && r.steady_steps > 0;
+  } else {
+    Cursor steady_cursor;
+    r.steady = measure(s, plan.steady, steady_cursor);
+    r.steady_steps = plan.steady_steps();
+    // Exposed waiting has one definition (docs/verdicts.md, "Figures"): per step, the peer
+    // wait up to the step's exposed time, summed over the steps — as the step breakdown counts
+    // it. min() over the whole window would let one step's hidden wait offset another's.
+    if (r.steady_steps > 0) {
+      r.steady.wait_ns = 0;
+      for (const StepOverlap& st : r.steps)
+        if (!st.warmup) r.steady.wait_ns += st.totals.wait_ns;
+    }
+  }
   r.plan = std::move(plan);
   return r;
 }

@@ -44,6 +44,7 @@ struct StepOverlap {
   std::size_t index = 0;
   Interval window;
   bool warmup = false;
+  bool sampled = true;  // compute kernels recorded over its whole window (NCCLWATCH_KERNELS)
   OverlapTotals totals;
 };
 
@@ -54,7 +55,12 @@ struct RankOverlap {
   CommSource source = CommSource::kNone;
   bool measurable = false;  // comm and compute both recorded: overlap, exposed, busy are meaningful
   StepPlan plan;
-  OverlapTotals steady;  // over plan.steady
+  // Over plan.steady; when compute was recorded only in windows (NCCLWATCH_KERNELS=sampled:N),
+  // the sum over the steady steps inside them (`steady_steps` of them): the other steps' compute
+  // is unknown.
+  OverlapTotals steady;
+  std::size_t steady_steps = 0;
+  bool sampled = false;  // steady is over the sampled steps only
   std::vector<StepOverlap> steps;
 
   double overlap_pct() const {
@@ -72,8 +78,10 @@ struct RankOverlap {
 class OverlapAnalysis {
  public:
   // `wait` is the rank's peer-wait set (peer_wait_sets in arrivals.h), rank clock.
+  // `compute_windows`: where compute kernels were recorded (DataSupport), null: everywhere.
   static RankOverlap of_rank(const model::RankTrace& rank, std::size_t rank_index,
-                             const RankActivity& activity, StepPlan plan, const IntervalSet& wait);
+                             const RankActivity& activity, StepPlan plan, const IntervalSet& wait,
+                             const IntervalSet* compute_windows = nullptr);
 };
 
 }  // namespace ncclwatch::analysis

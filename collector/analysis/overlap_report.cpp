@@ -43,7 +43,7 @@ JobOverlap JobOverlap::of(const std::vector<RankOverlap>& overlaps) {
   for (const RankOverlap& o : overlaps) {
     if (!o.measurable) continue;
     ++j.ranks;
-    j.rank_steps += o.plan.steady_steps();
+    j.rank_steps += o.steady_steps;
     OverlapTotals& t = j.totals;
     t.window_ns += o.steady.window_ns;
     t.comm_ns += o.steady.comm_ns;
@@ -58,7 +58,24 @@ JobOverlap JobOverlap::of(const std::vector<RankOverlap>& overlaps) {
   return j;
 }
 
-std::string OverlapReport::headline(const JobOverlap& j, const StragglerResult& s) {
+double OverlapReport::exposed_pct(const JobOverlap& j) {
+  const double step = j.step_ns();
+  return step > 0 ? 100.0 * j.per_step(j.totals.exposed_ns) / step : 0.0;
+}
+
+double OverlapReport::cost_pct(const JobOverlap& j, const StragglerResult& s) {
+  // The exposed waiting the straggler, node and slow-link findings count is theirs: this line's
+  // cost is what is left, so the order by cost does not count it twice.
+  double theirs = 0;
+  for (const Straggler& x : s.stragglers)
+    if (!x.node_problem) theirs += x.cost_pct;
+  for (const NodeProblem& n : s.nodes) theirs += n.cost_pct;
+  for (const SlowLink& l : s.links) theirs += l.cost_pct;
+  return std::max(0.0, exposed_pct(j) - theirs);
+}
+
+std::string OverlapReport::headline(const JobOverlap& j, const StragglerResult& s,
+                                    const DataSupport& support, Largest largest) {
   const std::string word = s.what == "all-reduces" ? "all-reduce" : "communication";
   const double exposed = j.per_step(j.totals.exposed_ns);
   const double step = j.step_ns();
@@ -67,20 +84,41 @@ std::string OverlapReport::headline(const JobOverlap& j, const StragglerResult& 
   const std::string of_step = j.rank_steps
                                   ? fmt::format("{:.0f}% of a {} step", 100 * share, ht(step))
                                   : fmt::format("{:.0f}% of it", 100 * share);
+  const std::string sampled = support.any_sampled
+                                  ? fmt::format(
+                                        " (measured on the {} rank-steps inside the windows where "
+                                        "compute kernels were recorded, {})",
+                                        j.rank_steps, support.kernel_scope)
+                                  : std::string();
   if (share < kNotBottleneckShare) {
     return fmt::format(
         "{} is {:.0f}% overlapped; exposed comm is {}{} ({}) — communication is "
-        "not the bottleneck",
-        word, j.overlap_pct(), ht(exposed), unit, of_step);
+        "not the bottleneck{}",
+        word, j.overlap_pct(), ht(exposed), unit, of_step, sampled);
+  }
+  // One rank alone: waiting for peers cannot be told from transfer (no peer was traced).
+  if (!support.cross_rank) {
+    return fmt::format(
+        "{} is {}{:.0f}% overlapped; {}{} exposed ({}); waiting for peers vs transfer not "
+        "measured: one rank traced{}{}",
+        word, j.overlap_pct() < 50 ? "only " : "", j.overlap_pct(), ht(exposed), unit, of_step,
+        largest == Largest::kThis
+            ? " — start communication earlier behind backward (bucket order/size) or speed up "
+              "the links"
+            : " — not the largest cost: see the findings above",
+        sampled);
   }
   const double wait = j.per_step(j.totals.wait_ns);
   const double transfer = j.per_step(j.totals.transfer_ns());
   std::string whom;
   if (!s.stragglers.empty()) whom = fmt::format(" (rank {})", s.stragglers.front().rank);
+  // "Fix it first" only where it is the largest cost of the report.
   std::string advice;
-  if (!s.stragglers.empty()) {
+  if (largest == Largest::kStraggler && !s.stragglers.empty()) {
     advice =
         fmt::format("rank {}'s lateness costs every rank; fix it first", s.stragglers.front().rank);
+  } else if (largest == Largest::kOther) {
+    advice = "not the largest cost: see the findings above";
   } else if (wait >= transfer) {
     advice = "ranks reach their collectives at different times";
   } else {
@@ -90,9 +128,9 @@ std::string OverlapReport::headline(const JobOverlap& j, const StragglerResult& 
   }
   return fmt::format(
       "{} is {}{:.0f}% overlapped; {}{} exposed ({}): {} waiting for peers{}, {} "
-      "transfer — {}",
+      "transfer — {}{}",
       word, j.overlap_pct() < 50 ? "only " : "", j.overlap_pct(), ht(exposed), unit, of_step,
-      ht(wait), whom, ht(transfer), advice);
+      ht(wait), whom, ht(transfer), advice, sampled);
 }
 
 namespace {
@@ -129,17 +167,19 @@ std::string rank_table(const std::vector<RankOverlap>& overlaps, const RankOverl
                       "xfer/step", "busy", "idle", "idle-pre-comm");
   for (std::size_t i = 0; i < overlaps.size() && i < kMaxRankRows; ++i) {
     const RankOverlap& o = overlaps[i];
-    const double n = static_cast<double>(std::max<std::size_t>(1, o.plan.steady_steps()));
+    const double n = static_cast<double>(std::max<std::size_t>(1, o.steady_steps));
     const OverlapTotals& t = o.steady;
     if (!o.measurable) {
-      body += fmt::format("{:>6} {:<14} {:>5} {:>10}  overlap n/a: comm timing from {}\n", o.rank,
-                          o.host.substr(0, 14), o.plan.steady_steps(),
-                          ht(static_cast<double>(t.comm_ns) / n), to_string(o.source));
+      body +=
+          fmt::format("{:>6} {:<14} {:>5} {:>10}  overlap n/a: {}\n", o.rank, o.host.substr(0, 14),
+                      o.steady_steps, ht(static_cast<double>(t.comm_ns) / n),
+                      o.sampled ? std::string("no steady step inside a sampled window")
+                                : "comm timing from " + std::string(to_string(o.source)));
       continue;
     }
     body += fmt::format(
         "{:>6} {:<14} {:>5} {:>10} {:>7.1f}% {:>12} {:>10} {:>10} {:>5.1f}% {:>5.1f}% {:>12}\n",
-        o.rank, o.host.substr(0, 14), o.plan.steady_steps(), ht(static_cast<double>(t.comm_ns) / n),
+        o.rank, o.host.substr(0, 14), o.steady_steps, ht(static_cast<double>(t.comm_ns) / n),
         o.overlap_pct(), ht(static_cast<double>(t.exposed_ns) / n),
         ht(static_cast<double>(t.wait_ns) / n), ht(static_cast<double>(t.transfer_ns()) / n),
         o.busy_pct(), 100.0 - o.busy_pct(), ht(static_cast<double>(t.idle_before_comm_ns) / n));
@@ -162,15 +202,23 @@ std::string step_table(const std::vector<RankOverlap>& overlaps) {
                         "max exposed", "max wait");
     for (std::size_t k = 0; k < nsteps && k < kMaxStepRows; ++k) {
       int64_t comm = 0, over = 0, max_exp = 0, max_wait = 0;
-      bool warm = false;
+      bool warm = false, unsampled = false;
       for (const RankOverlap& o : overlaps) {
         if (!o.measurable || k >= o.steps.size()) continue;
+        if (!o.steps[k].sampled) {  // its compute was not recorded: nothing to say
+          unsampled = true;
+          continue;
+        }
         const OverlapTotals& t = o.steps[k].totals;
         comm += t.comm_ns;
         over += t.overlapped_ns;
         max_exp = std::max(max_exp, t.exposed_ns);
         max_wait = std::max(max_wait, t.wait_ns);
         warm = warm || o.steps[k].warmup;
+      }
+      if (unsampled && comm == 0) {
+        body += fmt::format("{:>28}  (compute not recorded: outside the sampled windows)\n", k + 1);
+        continue;
       }
       body += fmt::format("{:>28} {:>7.1f}% {:>14} {:>14}{}\n", k + 1, pct(over, comm),
                           ht(static_cast<double>(max_exp)), ht(static_cast<double>(max_wait)),
@@ -201,27 +249,62 @@ std::string bucket_table(const std::vector<BucketRow>& buckets) {
 
 void OverlapReport::write(const std::vector<RankOverlap>& overlaps,
                           const std::vector<BucketRow>& buckets, const StragglerResult& stragglers,
-                          model::Report& report) {
+                          const DataSupport& support, Largest largest, model::Report& report) {
   const JobOverlap job = JobOverlap::of(overlaps);
   if (job.ranks > 0) {
-    const double share =
-        job.step_ns() > 0 ? job.per_step(job.totals.exposed_ns) / job.step_ns() : 0;
+    const double pct = cost_pct(job, stragglers);
+    model::Severity severity = exposed_pct(job) < 100 * kNotBottleneckShare
+                                   ? model::Severity::kInfo
+                                   : model::Severity::kWarning;
+    std::string text = headline(job, stragglers, support, largest);
+    if (severity == model::Severity::kWarning && !support.lossy.empty()) {
+      severity = model::Severity::kInfo;
+      text += support.unsupported_by_losses();
+    }
     report.findings.push_back(
-        {share < kNotBottleneckShare ? model::Severity::kInfo : model::Severity::kWarning,
-         "overlap", headline(job, stragglers)});
+        {severity, "overlap", text, model::FindingCost{pct, pct / 100.0 * job.step_ns()}});
   } else if (!overlaps.empty()) {
-    const bool lite = std::any_of(overlaps.begin(), overlaps.end(), [](const RankOverlap& o) {
-      return o.source == CommSource::kCallEvents;
-    });
     report.findings.push_back(
-        {model::Severity::kInfo, "overlap",
-         lite ? "overlap not measurable: only collective GPU times were recorded (lite mode), no "
-                "compute kernels"
-              : "overlap not measurable: host-only records (no GPU timing)"});
+        {model::Severity::kInfo, "overlap", not_measurable(overlaps, support)});
   }
 
-  report.sections.push_back({"Overlap", text(overlaps, buckets)});
+  report.sections.push_back(
+      {"Overlap", (support.cross_rank || job.ranks == 0
+                       ? std::string()
+                       : std::string("one rank traced: waiting for peers cannot be measured (no "
+                                     "peer's arrival is known); wait/step reads 0 and xfer/step "
+                                     "holds all of the exposed time.\n")) +
+                      text(overlaps, buckets)});
   write_json(overlaps, buckets, report);
+}
+
+// Why no rank's overlap could be measured: say what is missing, not what is not.
+std::string OverlapReport::not_measurable(const std::vector<RankOverlap>& overlaps,
+                                          const DataSupport& support) {
+  if (support.any_sampled) {
+    return fmt::format(
+        "overlap not measured: no steady step lies wholly inside a window where compute kernels "
+        "were recorded ({})",
+        support.kernel_scope);
+  }
+  if (!support.kernel_scope.empty()) {
+    return fmt::format(
+        "overlap not measured: compute kernels left out on request ({}); NCCL kernels are timed",
+        support.kernel_scope);
+  }
+  const bool lite = std::any_of(overlaps.begin(), overlaps.end(), [](const RankOverlap& o) {
+    return o.source == CommSource::kCallEvents;
+  });
+  const bool nccl_kernels = std::any_of(overlaps.begin(), overlaps.end(), [](const RankOverlap& o) {
+    return o.source == CommSource::kNcclKernels;
+  });
+  if (lite) {
+    return "overlap not measurable: only collective GPU times were recorded (lite mode), no "
+           "compute kernels";
+  }
+  if (nccl_kernels)
+    return "overlap not measurable: no compute kernels recorded (NCCL kernels only)";
+  return "overlap not measurable: host-only records (no GPU timing)";
 }
 
 std::string OverlapReport::text(const std::vector<RankOverlap>& overlaps,
@@ -242,7 +325,7 @@ void OverlapReport::write_json(const std::vector<RankOverlap>& overlaps,
                           {"comm_us", us(t.comm_ns)},
                           {"wait_us", us(t.wait_ns)},
                           {"peer_wait_us", us(t.peer_wait_ns)},
-                          {"steps", o.plan.steady_steps()},
+                          {"steps", o.steady_steps},
                           {"window_us", us(t.window_ns)},
                           {"comm_source", to_string(o.source)}};
     if (o.measurable) {

@@ -73,13 +73,16 @@ StepTimes& StepTimes::operator+=(const StepTimes& o) {
 
 RankBreakdown StepBreakdownAnalysis::of_rank(const model::RankTrace& rank, std::size_t rank_index,
                                              const RankActivity& activity, const StepPlan& plan,
-                                             const IntervalSet& wait) {
+                                             const IntervalSet& wait,
+                                             const IntervalSet* compute_windows) {
   RankBreakdown r;
   r.rank_index = rank_index;
   r.rank = rank.info.rank;
   r.host = rank.info.host;
   r.basis = activity.has_compute ? BreakdownBasis::kGpu : BreakdownBasis::kHost;
   r.steps_found = !plan.steps.empty();
+  // Compute recorded only in windows: only whole steps inside them say what the GPU did.
+  r.sampled = compute_windows != nullptr && r.basis == BreakdownBasis::kGpu;
 
   std::vector<Interval> windows;
   if (plan.steps.empty()) {
@@ -137,7 +140,8 @@ RankBreakdown StepBreakdownAnalysis::of_rank(const model::RankTrace& rank, std::
       t.host_in_nccl_ns = in_nccl.length_within(w.begin, w.end, cur.nccl);
       t.host_between_ns = t.step_ns - t.host_in_nccl_ns;
     }
-    if (!s.warmup) {
+    if (r.sampled) s.sampled = compute_windows->length_within(w.begin, w.end) == w.length();
+    if (!s.warmup && s.sampled) {
       r.steady += t;
       ++r.steady_steps;
     }

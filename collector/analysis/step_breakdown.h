@@ -70,6 +70,7 @@ struct StepBreakdown {
   std::size_t index = 0;
   Interval window;  // rank clock
   bool warmup = false;
+  bool sampled = true;  // compute kernels recorded over its whole window (NCCLWATCH_KERNELS)
   StepTimes times;
 };
 
@@ -80,8 +81,9 @@ struct RankBreakdown {
   BreakdownBasis basis = BreakdownBasis::kHost;
   bool steps_found = false;  // false: one window over the whole trace
   std::vector<StepBreakdown> steps;
-  StepTimes steady;  // sum over the steps after warm-up
+  StepTimes steady;  // sum over the steps after warm-up (sampled ones only when `sampled`)
   std::size_t steady_steps = 0;
+  bool sampled = false;  // compute recorded only in windows: steady is over the steps inside
 
   double smi_pct() const { return share(steady.smi_busy_ns()); }
   double useful_pct() const { return share(steady.compute_ns); }
@@ -95,9 +97,11 @@ struct RankBreakdown {
 class StepBreakdownAnalysis {
  public:
   // `wait` is the rank's peer-wait set (peer_wait_sets in arrivals.h), rank clock.
+  // `compute_windows`: where compute kernels were recorded (DataSupport), null: everywhere.
   static RankBreakdown of_rank(const model::RankTrace& rank, std::size_t rank_index,
                                const RankActivity& activity, const StepPlan& plan,
-                               const IntervalSet& wait);
+                               const IntervalSet& wait,
+                               const IntervalSet* compute_windows = nullptr);
 };
 
 }  // namespace ncclwatch::analysis

@@ -43,6 +43,7 @@ struct StepIds {
   bool warmup = false;
   double step_us_max = 0;
   bool has_max = false;
+  int sampled = -1;  // a sampled rank's entry: 1 when compute was recorded in it (-1: no key)
 };
 
 // The StepTimes fields (and a per_step entry's StepIds), keys in sorted order (see
@@ -65,6 +66,7 @@ nlohmann::json times_json(const StepTimes& t, BreakdownBasis basis, std::size_t 
     if (ids) j.add("last_step", ids->last_step);
     j.add("memcpy_us", mean(t.memcpy_ns));
     if (ids) j.add("merged_steps", ids->merged_steps);
+    if (ids && ids->sampled >= 0) j.add("sampled", ids->sampled == 1);
     j.add("smi_util_pct", pct(t.compute_ns + t.exposed_ns(), t.step_ns));
     if (ids) j.add("step", ids->step);
     j.add("step_us", mean(t.step_ns));
@@ -99,8 +101,11 @@ double JobBreakdown::gpu_share(int64_t ns) const {
 JobBreakdown JobBreakdown::of(const std::vector<RankBreakdown>& ranks) {
   JobBreakdown j;
   for (const RankBreakdown& r : ranks) {
-    if (r.basis == BreakdownBasis::kGpu) {
+    if (r.basis == BreakdownBasis::kGpu && r.sampled && r.steady_steps == 0) {
+      ++j.unsampled_ranks;  // no step with its compute recorded: nothing to say about its GPU
+    } else if (r.basis == BreakdownBasis::kGpu) {
       ++j.gpu_ranks;
+      j.sampled_ranks += r.sampled;
       j.gpu += r.steady;
       j.gpu_rank_steps += r.steady_steps;
     } else {
@@ -119,21 +124,27 @@ std::size_t StepBreakdownReport::per_step_limit(std::size_t ranks) {
 
 nlohmann::json StepBreakdownReport::per_step_json(const RankBreakdown& r, std::size_t limit) {
   // Entries [first, last) of r.steps merged into one (means per step).
+  // A sampled rank's entry covers only its steps inside the windows (if any).
   auto entry = [&r](std::size_t first, std::size_t last) {
     StepTimes sum;
     int64_t longest = 0;
+    std::size_t measured = 0;
     for (std::size_t k = first; k < last; ++k) {
+      if (r.sampled && !r.steps[k].sampled) continue;
       sum += r.steps[k].times;
       longest = std::max(longest, r.steps[k].times.step_ns);
+      ++measured;
     }
     StepIds ids;
+    if (r.sampled) ids.sampled = measured > 0 ? 1 : 0;
     ids.step = r.steps[first].index + 1;
     ids.last_step = r.steps[last - 1].index + 1;
     ids.merged_steps = last - first;
     ids.warmup = r.steps[first].warmup;
     ids.has_max = last - first > 1;
     ids.step_us_max = us(longest);
-    return times_json(sum, r.basis, last - first, &ids);
+    return times_json(sum, r.basis, std::max<std::size_t>(1, r.sampled ? measured : last - first),
+                      &ids);
   };
   nlohmann::json out = nlohmann::json::array();
   std::size_t warmup = 0;
@@ -160,14 +171,30 @@ nlohmann::json StepBreakdownReport::rank_json(const RankBreakdown& r, std::size_
   row["basis"] = to_string(r.basis);
   row["steps"] = r.steady_steps;
   row["steps_found"] = r.steps_found;
+  if (r.sampled) row["sampled"] = true;  // figures over its steady steps inside the windows
   row["per_step"] = per_step_json(r, per_step_limit(job_ranks));
   return row;
 }
 
 void StepBreakdownReport::write(const std::vector<RankBreakdown>& ranks,
-                                std::vector<nlohmann::json> rows, model::Report& report) {
+                                std::vector<nlohmann::json> rows, const DataSupport& support,
+                                model::Report& report) {
   const JobBreakdown job = JobBreakdown::of(ranks);
+  const std::string& kernel_scope = support.kernel_scope;
   std::string body;
+  if (!support.cross_rank && job.gpu_ranks > 0) {
+    body +=
+        "one rank traced: waiting for peers cannot be measured (no peer's arrival is known); the "
+        "exposed communication is all counted as xfer.\n";
+  }
+  if (!kernel_scope.empty()) {
+    body += fmt::format(
+        "compute kernels left out on request ({}): GPU figures come only from the steady steps "
+        "wholly inside the windows where compute was recorded ({} ranks measured so, {} with no "
+        "such step and not counted); ranks without any compute kernel get the host-side "
+        "split.\n",
+        kernel_scope, job.sampled_ranks, job.unsampled_ranks);
+  }
   if (job.gpu_ranks > 0) {
     body += fmt::format(
         "GPU-timed ranks ({}): nvidia-smi would show {:.1f}% utilization (any kernel running); "
@@ -181,9 +208,10 @@ void StepBreakdownReport::write(const std::vector<RankBreakdown>& ranks,
   }
   if (job.host_ranks > 0) {
     body += fmt::format(
-        "host-side split ({} ranks without compute kernels): {:.1f}% of the step inside NCCL "
+        "host-side split ({} ranks without compute kernels{}): {:.1f}% of the step inside NCCL "
         "calls, {:.1f}% between them (host time, not GPU time).\n",
-        job.host_ranks, pct(job.host.host_in_nccl_ns, job.host.step_ns),
+        job.host_ranks, kernel_scope.empty() ? "" : ": " + kernel_scope,
+        pct(job.host.host_in_nccl_ns, job.host.step_ns),
         pct(job.host.host_between_ns, job.host.step_ns));
   }
   body +=

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/data_support.h"
 #include "analysis/step_breakdown.h"
 #include "model/report.h"
 
@@ -19,6 +20,8 @@ struct JobBreakdown {
   StepTimes host;  // summed over host-basis ranks' steady steps
   std::size_t gpu_rank_steps = 0;
   std::size_t host_rank_steps = 0;
+  std::size_t sampled_ranks = 0;    // GPU-timed ranks whose figures come from sampled steps
+  std::size_t unsampled_ranks = 0;  // ... with no steady step inside a sampled window (not counted)
   double smi_pct() const;
   double useful_pct() const;
   double gpu_share(int64_t ns) const;  // of the GPU-timed step time, %
@@ -39,8 +42,9 @@ inline constexpr std::size_t kMaxPerStepEntries = 1'000;
 class StepBreakdownReport {
  public:
   // `rows`: rank_json of each of `ranks`, in the same order (built in parallel by analyze()).
+  // `support`: sampled compute kernels and one rank alone are said in the section.
   static void write(const std::vector<RankBreakdown>& ranks, std::vector<nlohmann::json> rows,
-                    model::Report& report);
+                    const DataSupport& support, model::Report& report);
   // One rank's breakdown[] entry, per_step included, in a job of `job_ranks` ranks.
   static nlohmann::json rank_json(const RankBreakdown& rank, std::size_t job_ranks);
   // Most per_step entries a rank gets in a job of `ranks` ranks (the rule above).

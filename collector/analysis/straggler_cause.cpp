@@ -223,7 +223,6 @@ double attribute_to_links(const model::JobTrace& job, const std::vector<std::siz
     link.behind.push_back(r);
     const double inflicted = static_cast<double>(steady_inflicted[r]);
     behind_wait += inflicted;
-    link.cost_ns_per_step += out.per_step ? inflicted / steady_steps : 0;
     link.cost_pct += window_sum > 0 ? 100.0 * inflicted / window_sum : 0;
     if (inflicted / steady_steps >= late_ns) {
       link.late_ranks.push_back(job.ranks[r].info.rank);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -108,30 +109,44 @@ std::string StragglerReport::evidence(const Straggler& s) {
   return "neither its compute nor its GPU idle time differs enough to explain the lateness";
 }
 
+std::string StragglerReport::cause_text(const Straggler& s) {
+  const bool own = s.evidence.against_own_steps;
+  switch (s.cause) {
+    case Cause::kGpuSlow:
+      return own ? "extra GPU work (evaluation?)"
+                 : "slow GPU (clocks, thermals, a noisy neighbour?)";
+    case Cause::kHostStall:
+      return own ? "host-side stall (checkpoint or evaluation?)"
+                 : "host-side stall (data loading?)";
+    case Cause::kNetwork:
+      return "network (NIC, link, switch?)";
+    case Cause::kCpuContention:
+      return "CPU contention (other processes or threads on its cores: pinning, data-loader "
+             "workers, an oversubscribed node?)";
+    case Cause::kUnknown:
+    case Cause::kCount:
+      break;
+  }
+  return "cause unknown";
+}
+
 std::string StragglerReport::because(const Straggler& s) {
   const CauseEvidence& e = s.evidence;
   const char* base = e.against_own_steps ? "in its other steps" : "on its peers";
   switch (s.cause) {
     case Cause::kGpuSlow:
-      return fmt::format("its compute takes {}/step vs {} {} — {}", human_time(e.compute_ns),
-                         human_time(e.base_compute_ns), base,
-                         e.against_own_steps ? "extra GPU work (evaluation?)"
-                                             : "slow GPU (clocks, thermals, a noisy neighbour?)");
+      return fmt::format("its compute takes {}/step vs {} {} — {}: {}", human_time(e.compute_ns),
+                         human_time(e.base_compute_ns), base, to_string(s.cause), cause_text(s));
     case Cause::kHostStall:
-      return fmt::format("its GPU idles {}/step ({} {}) — {}", human_time(e.idle_ns),
-                         human_time(e.base_idle_ns), base,
-                         e.against_own_steps ? "host-side stall (checkpoint or evaluation?)"
-                                             : "host-side stall (data loading?)");
+      return fmt::format("its GPU idles {}/step ({} {}) — {}: {}", human_time(e.idle_ns),
+                         human_time(e.base_idle_ns), base, to_string(s.cause), cause_text(s));
     case Cause::kNetwork:
-      return fmt::format(
-          "its collectives transfer {:.1f}x slower than comms without it — network (NIC, link, "
-          "switch?)",
-          e.transfer_ratio);
+      return fmt::format("its collectives transfer {:.1f}x slower than comms without it — {}: {}",
+                         e.transfer_ratio, to_string(s.cause), cause_text(s));
     case Cause::kCpuContention:
-      return fmt::format(
-          "its process waited for a CPU {}/step ({} {}) — CPU contention (other processes or "
-          "threads on its cores: pinning, data-loader workers, an oversubscribed node?)",
-          human_time(e.cpu_wait_ns), human_time(e.base_cpu_wait_ns), base);
+      return fmt::format("its process waited for a CPU {}/step ({} {}) — {}: {}",
+                         human_time(e.cpu_wait_ns), human_time(e.base_cpu_wait_ns), base,
+                         to_string(s.cause), cause_text(s));
     case Cause::kUnknown:
     case Cause::kCount:
       break;
@@ -153,9 +168,9 @@ std::string StragglerReport::link_line(const SlowLink& l) {
   return fmt::format(
       "slow network link {}: its {} cross-node communicators transfer {:.1f}x slower per byte "
       "than the {} without it ({} vs {} per collective) — its NIC, cable or switch port; "
-      "costing {}/step of waiting summed over the ranks that waited ({:.1f}% of step time){}",
+      "{}{}",
       where, l.comms.size(), l.slowdown, l.comms_without, human_time(l.transfer_ns),
-      human_time(l.others_transfer_ns), human_time(l.cost_ns_per_step), l.cost_pct, late);
+      human_time(l.others_transfer_ns), cost_words(l.cost_pct, l.cost_ns_per_step), late);
 }
 
 std::string StragglerReport::where(const Straggler& s) {
@@ -165,10 +180,16 @@ std::string StragglerReport::where(const Straggler& s) {
   return fmt::format("the {} {}", nth, func_name(s.late_at_func));
 }
 
+std::string StragglerReport::cost_words(double pct, double ns_per_step) {
+  // Without steps there is no per-step figure: the share alone (of the traced time).
+  if (ns_per_step <= 0)
+    return fmt::format("costing {:.1f}% of the traced time in exposed waiting", pct);
+  return fmt::format("costing {}/step ({:.1f}% of step time) in exposed waiting",
+                     human_time(ns_per_step), pct);
+}
+
 std::string StragglerReport::cost(const Straggler& s) {
-  return fmt::format(
-      "costing {}/step of waiting summed over the ranks that waited ({:.1f}% of step time)",
-      human_time(s.cost_ns_per_step), s.cost_pct);
+  return cost_words(s.cost_pct, s.cost_ns_per_step);
 }
 
 std::string StragglerReport::line(const Straggler& s, const std::string& what) {
@@ -199,20 +220,32 @@ std::string StragglerReport::line(const Straggler& s, const std::string& what) {
                      human_time(s.lateness_ns), where(s), when, cost(s), because(s));
 }
 
-void StragglerReport::write(const StragglerResult& r, model::Report& report) {
-  write_findings(r, report);
-  write_section(r, report);
+void StragglerReport::write(const StragglerResult& r, const DataSupport& support,
+                            model::Report& report) {
+  write_findings(r, support, report);
+  write_section(r, support, report);
   write_json(r, report);
 }
 
 // Findings, costliest first; the "no straggler" and job-wide delay lines.
-void StragglerReport::write_findings(const StragglerResult& r, model::Report& report) {
+void StragglerReport::write_findings(const StragglerResult& r, const DataSupport& support,
+                                     model::Report& report) {
   const bool host_only = r.gpu_instances == 0 && r.host_instances > 0;
+  if (!support.cross_rank) {
+    if (support.any_instance) {
+      report.findings.push_back(
+          {model::Severity::kInfo, "stragglers",
+           "stragglers not judged: no collective was matched across two or more traced ranks "
+           "(one rank's trace?), so nobody's lateness or waiting for peers can be measured"});
+    }
+    return;
+  }
   // Findings, costliest first: a node problem explains several ranks at once and costs their sum.
   struct Line {
     double cost;
     model::Finding finding;
   };
+
   std::vector<Line> lines;
   for (const NodeProblem& n : r.nodes) {
     std::string ranks;
@@ -224,27 +257,28 @@ void StragglerReport::write_findings(const StragglerResult& r, model::Report& re
     lines.push_back(
         {n.cost_ns_per_step,
          {n.warning ? model::Severity::kWarning : model::Severity::kInfo, "stragglers",
-          fmt::format("node {} (ranks {}) is {} late at {}, costing {}/step of waiting summed "
-                      "over the ranks that waited ({:.1f}% of step time) — node problem (its "
-                      "data loading, storage, CPU or NIC){}",
-                      n.host, ranks, human_time(n.lateness_ns), at, human_time(n.cost_ns_per_step),
-                      n.cost_pct,
+          fmt::format("node {} (ranks {}) is {} late at {}, {} — node problem (its data "
+                      "loading, storage, CPU or NIC){}",
+                      n.host, ranks, human_time(n.lateness_ns), at,
+                      cost_words(n.cost_pct, n.cost_ns_per_step),
                       first != r.stragglers.end()
                           ? fmt::format("; {}: {}", to_string(first->cause), evidence(*first))
-                          : std::string())}});
+                          : std::string()),
+          model::FindingCost{n.cost_pct, n.cost_ns_per_step}}});
   }
   for (const SlowLink& l : r.links) {
     lines.push_back({l.cost_ns_per_step,
                      {l.warning ? model::Severity::kWarning : model::Severity::kInfo, "stragglers",
-                      link_line(l)}});
+                      link_line(l), model::FindingCost{l.cost_pct, l.cost_ns_per_step}}});
   }
   std::size_t shown = 0;
   for (const Straggler& s : r.stragglers) {
     if (s.node_problem || shown == kMaxFindings) continue;
     ++shown;
-    lines.push_back({s.cost_ns_per_step,
-                     {s.warning ? model::Severity::kWarning : model::Severity::kInfo, "stragglers",
-                      line(s, r.what)}});
+    lines.push_back(
+        {s.cost_ns_per_step,
+         {s.warning ? model::Severity::kWarning : model::Severity::kInfo, "stragglers",
+          line(s, r.what) + s.unsupported, model::FindingCost{s.cost_pct, s.cost_ns_per_step}}});
   }
   std::stable_sort(lines.begin(), lines.end(),
                    [](const Line& a, const Line& b) { return a.cost > b.cost; });
@@ -260,16 +294,24 @@ void StragglerReport::write_findings(const StragglerResult& r, model::Report& re
   if (r.delays.reported) {
     report.findings.push_back(
         {model::Severity::kInfo, "stragglers",
-         fmt::format("random delays of up to {} on every rank (OS jitter, GC, CPU contention) "
-                     "cost {:.1f}% of step time ({}/step of waiting summed over ranks); no rank "
-                     "is singled out",
-                     human_time(r.delays.up_to_ns), r.delays.cost_pct,
-                     human_time(r.delays.cost_ns_per_step))});
+         fmt::format("random delays of up to {} on every rank (OS jitter, GC, CPU contention), "
+                     "{}; no rank is singled out",
+                     human_time(r.delays.up_to_ns),
+                     cost_words(r.delays.cost_pct, r.delays.cost_ns_per_step)),
+         model::FindingCost{r.delays.cost_pct, r.delays.cost_ns_per_step}});
   }
 }
 
 // The "Stragglers" section: how it was measured, the rank table, every verdict with its cause.
-void StragglerReport::write_section(const StragglerResult& r, model::Report& report) {
+void StragglerReport::write_section(const StragglerResult& r, const DataSupport& support,
+                                    model::Report& report) {
+  if (!support.cross_rank) {
+    report.sections.push_back(
+        {"Stragglers",
+         "not judged: no collective was matched across two or more traced ranks, so no rank's "
+         "lateness (against the others' arrivals) can be measured.\n"});
+    return;
+  }
   std::string body = fmt::format(
       "{} matched collective instances; arrival = {}.\n"
       "samples: {}; noise σ (median per-rank 1.4826 x MAD of lateness minus the step's median "
@@ -279,7 +321,11 @@ void StragglerReport::write_section(const StragglerResult& r, model::Report& rep
       "family-wise), and median excess >= {} (max(100 µs, 1% of a step)); periodic: spikes "
       "(>= {} = max(500 µs, 10% of a step, 5σ)) on one phase of a period in >= 80% of its "
       "steps, chance excluded after correction; spikes: more spike steps than the peers' rate "
-      "explains. A straggler costing < 1% of step time is info. Ties within {} are nobody's.\n\n",
+      "explains. A straggler costing < 1% of step time is info. Ties within {} are nobody's.\n"
+      "late/step: median over its steady steps of its worst lateness per step (a persistent "
+      "straggler's figure; periodic ones give the mean over their late steps); cost: the exposed "
+      "waiting it causes its peers, as time per step and share of step time (docs/verdicts.md); "
+      "last%: share of decided collectives it arrived last at (fair%: by chance).\n\n",
       r.instances, r.timestamps,
       r.per_step ? fmt::format("worst lateness per steady step ({} steps)", r.steady_steps)
                  : std::string("lateness per collective (no usable steps)"),
@@ -287,22 +333,30 @@ void StragglerReport::write_section(const StragglerResult& r, model::Report& rep
       r.per_step ? "steps" : "collectives", r.ranks, 100 * r.alpha,
       human_time(static_cast<double>(r.late_ns)), human_time(static_cast<double>(r.spike_ns)),
       human_time(static_cast<double>(r.tie_ns)));
-  body += fmt::format("{:>6} {:<16} {:>9} {:>7} {:>7} {:>11} {:>11} {:>10}\n", "rank", "host",
-                      "instances", "last%", "fair%", "mean late", "caused wait", "jitter");
+  body += fmt::format("{:>6} {:<16} {:>9} {:>7} {:>7} {:>11} {:>11} {:>7} {:>10}\n", "rank", "host",
+                      "instances", "last%", "fair%", "late/step", "cost/step", "cost%", "jitter");
   std::vector<const RankArrivalStats*> rows;
   for (const RankArrivalStats& s : r.stats.ranks) {
     if (s.instances) rows.push_back(&s);
   }
-  std::sort(rows.begin(), rows.end(), [](const RankArrivalStats* a, const RankArrivalStats* b) {
-    return a->inflicted_wait_ns > b->inflicted_wait_ns;
-  });
+  const auto cost_of = [&](const RankArrivalStats* s) {
+    return s->rank_index < r.rank_cost_pct.size() ? r.rank_cost_pct[s->rank_index] : 0.0;
+  };
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](const RankArrivalStats* a, const RankArrivalStats* b) {
+                     return cost_of(a) > cost_of(b);
+                   });
   for (std::size_t i = 0; i < rows.size() && i < kMaxTableRows; ++i) {
     const RankArrivalStats& s = *rows[i];
-    body += fmt::format("{:>6} {:<16} {:>9} {:>6.1f}% {:>6.1f}% {:>11} {:>11} {:>10}\n", s.rank,
-                        s.host.substr(0, 16), s.instances, s.last_pct(), s.fair_last_pct,
-                        signed_time(s.mean_lateness_ns()),
-                        human_time(static_cast<double>(s.inflicted_wait_ns)),
-                        human_time(static_cast<double>(s.lateness_spread_ns)));
+    const double late = s.rank_index < r.rank_lateness_ns.size()
+                            ? r.rank_lateness_ns[s.rank_index]
+                            : std::numeric_limits<double>::quiet_NaN();
+    const double cost = cost_of(&s);
+    body += fmt::format("{:>6} {:<16} {:>9} {:>6.1f}% {:>6.1f}% {:>11} {:>11} {:>6.1f}% {:>10}\n",
+                        s.rank, s.host.substr(0, 16), s.instances, s.last_pct(), s.fair_last_pct,
+                        std::isnan(late) ? std::string("-") : signed_time(late),
+                        r.per_step ? human_time(cost / 100.0 * r.cost_unit_ns) : std::string("-"),
+                        cost, human_time(static_cast<double>(s.lateness_spread_ns)));
   }
   if (rows.size() > kMaxTableRows)
     body += fmt::format("... {} more ranks\n", rows.size() - kMaxTableRows);
@@ -354,6 +408,7 @@ void StragglerReport::write_json(const StragglerResult& r, model::Report& report
                     {"inflicted_wait_us", us(static_cast<double>(s.inflicted_wait_ns))},
                     {"lateness_when_last_us", us(s.lateness_when_last_ns)},
                     {"cause", to_string(s.cause)},
+                    {"cause_text", cause_text(s)},
                     {"evidence", evidence(s)},
                     {"cpu_wait_us_per_step", us_or_null(s.evidence.cpu_wait_ns)},
                     {"cpu_wait_baseline_us_per_step", us_or_null(s.evidence.base_cpu_wait_ns)},

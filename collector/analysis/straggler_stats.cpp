@@ -16,10 +16,46 @@ using model::sat_add;
 using model::sat_sub;
 namespace {
 
+// Per rank and step, the share of its waiting for peers that compute did not hide: the exposed
+// wait (OverlapTotals::wait_ns) over the peer wait. A hidden wait costs the rank no time, so
+// a straggler's cost counts only the exposed part. Ranks without a compute timeline
+// (host-only, lite mode) cannot tell: all of their waiting counts.
+class Exposure {
+ public:
+  explicit Exposure(const std::vector<RankOverlap>& overlaps) {
+    steps_.resize(overlaps.size());
+    rank_.assign(overlaps.size(), 1.0);
+    for (std::size_t r = 0; r < overlaps.size(); ++r) {
+      const RankOverlap& o = overlaps[r];
+      if (!o.measurable) continue;
+      rank_[r] = share(o.steady);
+      steps_[r].reserve(o.steps.size());
+      for (const StepOverlap& st : o.steps) steps_[r].push_back(share(st.totals));
+    }
+  }
+  // `step` -1 (outside any step): the rank's steady-state share.
+  double of(std::size_t rank, int32_t step) const {
+    if (rank >= rank_.size()) return 1.0;
+    const std::vector<double>& s = steps_[rank];
+    return step >= 0 && static_cast<std::size_t>(step) < s.size()
+               ? s[static_cast<std::size_t>(step)]
+               : rank_[rank];
+  }
+
+ private:
+  static double share(const OverlapTotals& t) {
+    return t.peer_wait_ns > 0 ? static_cast<double>(t.wait_ns) / static_cast<double>(t.peer_wait_ns)
+                              : 1.0;
+  }
+  std::vector<std::vector<double>> steps_;
+  std::vector<double> rank_;
+};
+
 // Per member of a used instance, what the instance says about it (pass 1, per instance).
 struct MemberFacts {
   uint32_t instance = 0;
-  int64_t caused_ns = 0;  // its share of the waiting in that instance (0: none)
+  int64_t caused_ns = 0;          // its share of the waiting in that instance (0: none)
+  int64_t exposed_caused_ns = 0;  // ... of the part of it that compute did not hide
 };
 
 // Pass 1 over one instance: who caused how much of the waiting (Shapley split), the steady
@@ -30,6 +66,7 @@ struct InstancePass {
   const std::vector<RankOverlap>& overlaps;
   const std::vector<uint32_t>& host_of;
   const std::vector<std::size_t>& nsteps;  // per rank: its plan's step count
+  const Exposure& exposure;
 
   // Step of member m's call in its own rank's plan, -1 outside any step.
   int32_t step_of(const model::InstanceMember& mem) const {
@@ -39,32 +76,47 @@ struct InstancePass {
     return step >= 0 && static_cast<std::size_t>(step) < nsteps[mem.rank_index] ? step : -1;
   }
 
+  // Share of member m's waiting that compute did not hide on its rank (in its step).
+  double exposure_of(const model::InstanceMember& mem) const {
+    return exposure.of(mem.rank_index, step_of(mem));
+  }
+
   void run(std::size_t i, std::vector<MemberFacts>& facts, int64_t& steady_wait,
            std::vector<HostArrivalStats>& hosts, std::vector<std::size_t>& host_stamp,
            std::vector<uint32_t>& hosts_present) const {
     const InstanceArrival& ia = arrivals.instances[i];
     const model::CollectiveInstance& inst = match.instances[i];
     const std::size_t first = inst.first_member, n = inst.nmembers, end = first + n;
-    for (std::size_t m = first; m < end; ++m) facts[m] = {static_cast<uint32_t>(i), 0};
+    for (std::size_t m = first; m < end; ++m) facts[m] = {static_cast<uint32_t>(i), 0, 0};
     // Who caused the waiting: between consecutive arrivals a(k) < a(k+1), the k+1 members
     // already there wait for the n-k-1 still missing, who share that interval's cost equally
     // (the Shapley split of the "wait for the last" game). One late rank gets all of it; two
     // equally late ranks half each; a rank that is last by a hair after a real straggler gets
     // the hair.
+    // The exposed share splits the same way, each waiting member counting with the share of
+    // its waiting that compute did not hide (Exposure).
     const uint32_t* order = arrivals.by_arrival.data() + first;
-    double caused = 0;  // accumulated share of the member at position k
+    double caused = 0, exposed = 0;  // accumulated shares of the member at position k
+    double waiting_exposure = 0;     // sum of the exposure of the members at positions < k
     for (std::size_t k = 1; k < n; ++k) {
       const double gap = static_cast<double>(
           sat_sub(arrivals.member_ns[first + order[k]], arrivals.member_ns[first + order[k - 1]]));
+      waiting_exposure += exposure_of(match.members[first + order[k - 1]]);
       caused += gap * static_cast<double>(k) / static_cast<double>(n - k);
-      if (caused > 0)
-        facts[first + order[k]].caused_ns = static_cast<int64_t>(std::min(caused, 9.2e18));
+      exposed += gap * waiting_exposure / static_cast<double>(n - k);
+      MemberFacts& f = facts[first + order[k]];
+      if (caused > 0) f.caused_ns = static_cast<int64_t>(std::min(caused, 9.2e18));
+      if (exposed > 0) f.exposed_caused_ns = static_cast<int64_t>(std::min(exposed, 9.2e18));
     }
     const int32_t step = step_of(match.members[first]);
     if (step >= 0 &&
         static_cast<std::size_t>(step) >= overlaps[match.members[first].rank_index].plan.warmup) {
-      for (std::size_t m = first; m < end; ++m)
-        steady_wait = sat_add(steady_wait, sat_sub(ia.last_ns, arrivals.member_ns[m]));
+      for (std::size_t m = first; m < end; ++m) {
+        const double wait = static_cast<double>(sat_sub(ia.last_ns, arrivals.member_ns[m]));
+        steady_wait =
+            sat_add(steady_wait,
+                    static_cast<int64_t>(std::min(wait * exposure_of(match.members[m]), 9.2e18)));
+      }
     }
     // Host roll-up: did the latest host beat all other hosts by more than the tie epsilon?
     int64_t latest_host_t = std::numeric_limits<int64_t>::min();
@@ -176,7 +228,7 @@ std::vector<MemberFacts> run_instance_pass(const InstancePass& pass, std::size_t
     }
   });
   for (const Chunk& ch : chunks) {
-    out.steady_wait_ns = sat_add(out.steady_wait_ns, ch.steady_wait);
+    out.steady_exposed_wait_ns = sat_add(out.steady_exposed_wait_ns, ch.steady_wait);
     for (std::size_t h = 0; h < out.hosts.size(); ++h) {
       out.hosts[h].instances += ch.hosts[h].instances;
       out.hosts[h].decided += ch.hosts[h].decided;
@@ -212,7 +264,7 @@ struct RankPass {
     s.step_lateness_ns.assign(k_steps, std::numeric_limits<int64_t>::min());
     s.step_late_ordinal.assign(k_steps, 0);
     s.step_late_func.assign(k_steps, format::Func::kAllReduce);
-    s.step_inflicted_ns.assign(k_steps, 0);
+    s.step_exposed_inflicted_ns.assign(k_steps, 0);
     const std::vector<uint32_t> step_first_call =
         step_first_calls(k_steps ? &pass.overlaps[r] : nullptr, k_steps);
     std::vector<int64_t> lateness;
@@ -250,11 +302,12 @@ struct RankPass {
     s.lateness_sum_ns = sat_add(s.lateness_sum_ns, late);
     lateness.push_back(late);
     const int32_t step = pass.step_of(mem);
-    if (f.caused_ns > 0) {
-      s.inflicted_wait_ns = sat_add(s.inflicted_wait_ns, f.caused_ns);
+    if (f.caused_ns > 0) s.inflicted_wait_ns = sat_add(s.inflicted_wait_ns, f.caused_ns);
+    if (f.exposed_caused_ns > 0) {
+      s.exposed_inflicted_ns = sat_add(s.exposed_inflicted_ns, f.exposed_caused_ns);
       if (step >= 0) {
-        auto& si = s.step_inflicted_ns[static_cast<std::size_t>(step)];
-        si = sat_add(si, f.caused_ns);
+        auto& si = s.step_exposed_inflicted_ns[static_cast<std::size_t>(step)];
+        si = sat_add(si, f.exposed_caused_ns);
       }
     }
     if (step >= 0 && late > s.step_lateness_ns[static_cast<std::size_t>(step)]) {
@@ -282,7 +335,8 @@ ArrivalStats ArrivalStats::of(const model::JobTrace& job, const model::MatchResu
   RankLayout layout;
   identify_ranks(job, overlaps, out, layout);
   group_members_by_rank(match, arrivals, nranks, layout);
-  const InstancePass pass{match, arrivals, overlaps, layout.host_of, layout.nsteps};
+  const Exposure exposure(overlaps);
+  const InstancePass pass{match, arrivals, overlaps, layout.host_of, layout.nsteps, exposure};
   const std::vector<MemberFacts> facts =
       run_instance_pass(pass, match.members.size(), workers, out);
   const RankPass rank_pass{pass, layout, facts};

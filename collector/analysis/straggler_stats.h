@@ -25,15 +25,17 @@ struct RankArrivalStats {
   int64_t lateness_when_last_sum_ns = 0;
   int64_t lateness_sum_ns = 0;            // sum of (own arrival − median arrival)
   int64_t inflicted_wait_ns = 0;          // waiting it caused (shared with other late members)
+  int64_t exposed_inflicted_ns = 0;       // ... of it, the part compute did not hide (its cost)
   int64_t lateness_spread_ns = 0;         // 1.4826 x MAD of its own lateness: its jitter
   std::vector<int64_t> step_lateness_ns;  // per own step: worst lateness in it (INT64_MIN: none)
   // Per own step: 1-based position, among its calls in that step, of the collective where that
   // worst lateness happened (the first collective after its delay), and that collective's func.
   std::vector<uint16_t> step_late_ordinal;
   std::vector<format::Func> step_late_func;
-  // Per own step: waiting it caused its peers in that step's instances: between consecutive
-  // arrivals, the members still missing share the wait of those already there.
-  std::vector<int64_t> step_inflicted_ns;
+  // Per own step: exposed waiting it caused its peers in that step's instances: between
+  // consecutive arrivals, the members still missing share the wait of those already there,
+  // each waiting member counted with the share of its waiting compute did not hide.
+  std::vector<int64_t> step_exposed_inflicted_ns;
   uint64_t func_counts[static_cast<int>(format::Func::kCount)] = {};
 
   // Over decided instances: DDP's later buckets often queue behind the first and start together
@@ -65,8 +67,9 @@ struct ArrivalStats {
   std::vector<HostArrivalStats> hosts;
   int64_t noise_ns = 0;  // median over ranks of lateness_spread_ns
   // Sum over every member of every instance in a steady step (of its first member) of
-  // (last arrival − own arrival): all the waiting for peers, whoever caused it.
-  int64_t steady_wait_ns = 0;
+  // (last arrival − own arrival) x its exposure: all the exposed waiting for peers, whoever
+  // caused it.
+  int64_t steady_exposed_wait_ns = 0;
 
   static ArrivalStats of(const model::JobTrace& job, const model::MatchResult& match,
                          const Arrivals& arrivals, const std::vector<RankOverlap>& overlaps,

@@ -135,6 +135,13 @@ class Verdict {
   Judgement judge_rank(std::size_t r) const;
   bool step_residuals(const std::vector<bool>& excluded, std::vector<Samples>& out) const;
   void judge_beside_persistent(std::vector<Judgement>& judged);
+  // A rank's lateness where it happens: the median over its steady steps of its worst lateness
+  // per step (without usable steps: the median of its per-collective lateness). NaN: no sample.
+  double typical_lateness(std::size_t r) const;
+  // Exposed waiting caused (ns, steady state) as a share of the job's rank-time, in %.
+  double cost_pct(double inflicted) const {
+    return window_sum_ > 0 ? 100.0 * inflicted / window_sum_ : 0;
+  }
   void cost(const RankArrivalStats& ra, const Samples& sm, double e, Straggler& s) const;
   // body(i) for each active_ index i, on the verdict's workers.
   template <typename Body>
@@ -154,6 +161,7 @@ class Verdict {
 
   std::vector<std::size_t> active_;
   double window_sum_ = 0;  // the job's rank-time: sum of the active ranks' steady windows
+  double rank_steps_ = 0;  // ... and of their steady steps
   std::size_t max_steps_ = 0;
   std::vector<Samples> smp_;
   // Per rank index, the per-step lateness the samples are made of: ArrivalStats', or, after
@@ -176,7 +184,8 @@ void Verdict::describe() {
   std::vector<double> step_lengths;
   for (const RankOverlap& o : overlaps_) {
     if (o.plan.steady_steps() > 0) {
-      step_lengths.push_back(static_cast<double>(o.steady.window_ns) /
+      // The plan's window, not o.steady: with sampled compute that is the sampled steps only.
+      step_lengths.push_back(static_cast<double>(o.plan.steady.length()) /
                              static_cast<double>(o.plan.steady_steps()));
     }
   }
@@ -208,7 +217,10 @@ bool Verdict::find_active() {
   out_.ranks = active_.size();
   if (active_.size() < 2) return false;
   for (std::size_t r : active_) {
-    if (r < overlaps_.size()) window_sum_ += static_cast<double>(overlaps_[r].steady.window_ns);
+    if (r < overlaps_.size()) {
+      window_sum_ += static_cast<double>(overlaps_[r].plan.steady.length());
+      rank_steps_ += static_cast<double>(overlaps_[r].plan.steady_steps());
+    }
   }
   return true;
 }
@@ -355,18 +367,23 @@ void Verdict::null_of_medians() {
 
 void Verdict::judge_ranks() {
   persistent_.assign(n_, false);
-  // The wait each rank inflicted on its peers in its steady steps: a straggler's cost, and a
-  // slow link's (the ranks behind it need not be stragglers: they may be the majority).
+  // The exposed wait each rank inflicted on its peers in its steady steps: a straggler's cost,
+  // and a slow link's (the ranks behind it need not be stragglers: they may be the majority).
   steady_inflicted_.assign(n_, 0);
+  out_.rank_cost_pct.assign(n_, 0.0);
+  out_.rank_lateness_ns.assign(n_, std::numeric_limits<double>::quiet_NaN());
   for (std::size_t r : active_) {
     const RankArrivalStats& ra = st_.ranks[r];
     if (!out_.per_step) {
-      steady_inflicted_[r] = ra.inflicted_wait_ns;
-      continue;
+      steady_inflicted_[r] = ra.exposed_inflicted_ns;
+    } else {
+      for (std::size_t k = smp_[r].first; k < ra.step_exposed_inflicted_ns.size(); ++k)
+        steady_inflicted_[r] = sat_add(steady_inflicted_[r], ra.step_exposed_inflicted_ns[k]);
     }
-    for (std::size_t k = smp_[r].first; k < ra.step_inflicted_ns.size(); ++k)
-      steady_inflicted_[r] = sat_add(steady_inflicted_[r], ra.step_inflicted_ns[k]);
+    out_.rank_cost_pct[r] = cost_pct(static_cast<double>(steady_inflicted_[r]));
+    out_.rank_lateness_ns[r] = typical_lateness(r);
   }
+  out_.cost_unit_ns = rank_steps_ > 0 ? window_sum_ / rank_steps_ : 0;
   std::vector<Judgement> judged(active_.size());
   for_active([&](std::size_t i) { judged[i] = judge_rank(active_[i]); });
   judge_beside_persistent(judged);
@@ -531,18 +548,25 @@ Verdict::Judgement Verdict::judge_rank(std::size_t r) const {
   return out;
 }
 
+double Verdict::typical_lateness(std::size_t r) const {
+  const Samples& sm = smp_[r];
+  std::vector<double> xs;
+  for (std::size_t k = sm.first; k < sm.d.size(); ++k) {
+    if (!sm.present[k]) continue;
+    xs.push_back(out_.per_step ? static_cast<double>(st_.ranks[r].step_lateness_ns[k]) : sm.d[k]);
+  }
+  return xs.empty() ? std::numeric_limits<double>::quiet_NaN() : median(xs);
+}
+
 // Where and how late a named straggler is, and what it costs.
 void Verdict::cost(const RankArrivalStats& ra, const Samples& sm, double e, Straggler& s) const {
   const std::size_t r = s.rank_index;
   std::vector<std::size_t> affected;
   if (s.pattern == Pattern::kPersistent) {
-    std::vector<double> xs;
     for (std::size_t k = sm.first; k < sm.d.size(); ++k) {
-      if (!sm.present[k]) continue;
-      if (out_.per_step) xs.push_back(static_cast<double>((*lat_[r])[k]));
-      if (sm.d[k] >= late_ / 2) affected.push_back(k);
+      if (sm.present[k] && sm.d[k] >= late_ / 2) affected.push_back(k);
     }
-    s.lateness_ns = out_.per_step ? median(xs) : e;
+    s.lateness_ns = out_.per_step ? out_.rank_lateness_ns[r] : e;
     s.late_steps = affected.size();
   } else {
     double sum = 0;
@@ -553,10 +577,8 @@ void Verdict::cost(const RankArrivalStats& ra, const Samples& sm, double e, Stra
     affected = s.spike_steps;
   }
   if (out_.per_step) late_at(ra, affected, s);
-  const double inflicted = static_cast<double>(steady_inflicted_[r]);
-  s.cost_ns_per_step =
-      s.steady_steps && out_.per_step ? inflicted / static_cast<double>(s.steady_steps) : 0;
-  s.cost_pct = window_sum_ > 0 ? 100.0 * inflicted / window_sum_ : 0;
+  s.cost_pct = out_.rank_cost_pct[r];
+  s.cost_ns_per_step = out_.per_step ? s.cost_pct / 100.0 * out_.cost_unit_ns : 0;
   s.warning = window_sum_ <= 0 || s.cost_pct >= kWarnCostPct;
 }
 
@@ -590,6 +612,8 @@ void Verdict::attribute() {
   out_.links = SlowLink::find(job_, match_, clocks_, arrivals_);
   explained_by_links_ =
       attribute_to_links(job_, active_, steady_inflicted_, late_, window_sum_, out_);
+  for (SlowLink& l : out_.links)
+    l.cost_ns_per_step = out_.per_step ? l.cost_pct / 100.0 * out_.cost_unit_ns : 0;
 }
 
 void Verdict::sort_by_cost() {
@@ -637,7 +661,8 @@ void Verdict::job_wide_delays() {
   for (const SlowLink& l : out_.links) {
     for (std::size_t r : l.behind) named[r] = true;
   }
-  const double noise_wait = std::max(0.0, static_cast<double>(st_.steady_wait_ns) - explained);
+  const double noise_wait =
+      std::max(0.0, static_cast<double>(st_.steady_exposed_wait_ns) - explained);
   std::vector<double> xs;
   for (std::size_t r : active_) {
     if (named[r]) continue;
@@ -651,9 +676,9 @@ void Verdict::job_wide_delays() {
     }
   }
   out_.delays.up_to_ns = std::max(0.0, percentile(std::move(xs), 0.99));
+  out_.delays.cost_pct = cost_pct(noise_wait);
   out_.delays.cost_ns_per_step =
-      out_.per_step && out_.steady_steps ? noise_wait / static_cast<double>(out_.steady_steps) : 0;
-  out_.delays.cost_pct = window_sum_ > 0 ? 100.0 * noise_wait / window_sum_ : 0;
+      out_.per_step ? out_.delays.cost_pct / 100.0 * out_.cost_unit_ns : 0;
   out_.delays.reported = out_.delays.cost_pct >= kWarnCostPct;
 }
 

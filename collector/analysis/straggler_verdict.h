@@ -91,12 +91,16 @@ struct Straggler {
   format::Func late_at_func = format::Func::kAllReduce;
   std::size_t late_steps = 0;    // steady steps in which it was late (>= half the threshold)
   std::size_t steady_steps = 0;  // its steady steps
-  // Cost: wait it inflicted on its peers per steady step, summed over the ranks that waited,
-  // and that as a share of the job's rank-time (all ranks x step time).
+  // Cost (docs/verdicts.md, "Figures"): the exposed waiting it caused its peers in the steady
+  // steps, as a share of the job's rank-time (all ranks x step time), and the same share as
+  // time per step (cost_pct x the mean step: what it takes from every rank's step on average).
   double cost_ns_per_step = 0;
   double cost_pct = 0;
-  bool warning = false;  // cost_pct >= kWarnCostPct
+  bool warning = false;  // cost_pct >= kWarnCostPct, and the data supports it
   double p_value = 1;    // of the test that named it, corrected for the ranks and candidates
+  // Why a warning was made information (" — information only, not a warning: this rank lost
+  // 95% of its records (...)"); empty: nothing.
+  std::string unsupported;
 };
 
 struct NodeProblem {
@@ -113,7 +117,7 @@ struct NodeProblem {
 // Delays shared by every rank (OS jitter, GC, CPU contention): what they cost, no culprit.
 struct JobWideDelays {
   double up_to_ns = 0;          // 99th percentile of non-straggler ranks' worst lateness per step
-  double cost_ns_per_step = 0;  // waiting not explained by stragglers, summed over ranks
+  double cost_ns_per_step = 0;  // exposed waiting no straggler explains (Straggler's unit)
   double cost_pct = 0;          // ... as a share of the job's rank-time
   bool reported = false;        // cost_pct >= kWarnCostPct: worth an info line
 };
@@ -140,6 +144,12 @@ struct StragglerResult {
   std::size_t ranks = 0;         // ranks with instances
   std::size_t steady_steps = 0;  // median over ranks
   bool per_step = true;          // samples are steps (else instances: no usable steps)
+  // Per rank index (active ranks; others 0 / NaN): what the Stragglers table shows, with the
+  // same definitions as a named straggler's figures — its cost (% of the job's rank-time) and
+  // its lateness where it happens (median over its steady steps of its worst lateness per step).
+  std::vector<double> rank_cost_pct;
+  std::vector<double> rank_lateness_ns;
+  double cost_unit_ns = 0;  // the mean steady step: cost_ns_per_step = cost_pct / 100 x this
   double alpha = kAlpha;
 
   static StragglerResult of(const model::JobTrace& job, const model::MatchResult& match,

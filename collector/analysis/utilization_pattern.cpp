@@ -15,6 +15,11 @@ double share(int64_t part, int64_t whole) {
   return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
 }
 
+// A steady step whose compute was recorded (sampled compute kernels: inside a window).
+bool measured(const StepBreakdown& s) {
+  return !s.warmup && s.sampled;
+}
+
 // Ranks judged on their GPU timeline: kernels recorded and steps found.
 std::vector<const RankBreakdown*> gpu_timed(const std::vector<RankBreakdown>& ranks) {
   std::vector<const RankBreakdown*> out;
@@ -30,7 +35,7 @@ double sawtooth_share(const std::vector<const RankBreakdown*>& ranks) {
   for (const RankBreakdown* r : ranks) {
     std::size_t drops = 0;
     for (const StepBreakdown& s : r->steps) {
-      if (s.warmup) continue;
+      if (!measured(s)) continue;
       drops += share(s.times.idle_step_boundary_ns, s.times.step_ns) >= kDropShare;
     }
     yes += static_cast<double>(drops) >= kMostSteps * static_cast<double>(r->steady_steps);
@@ -54,11 +59,11 @@ std::vector<std::size_t> save_spikes(const std::vector<const RankBreakdown*>& ra
   for (const RankBreakdown* r : ranks) {
     idle.clear();
     for (const StepBreakdown& s : r->steps) {
-      if (!s.warmup) idle.push_back(s.times.idle_step_boundary_ns);
+      if (measured(s)) idle.push_back(s.times.idle_step_boundary_ns);
     }
     const int64_t usual = model::median_in_place(std::span<int64_t>(idle));
     for (const StepBreakdown& s : r->steps) {
-      if (s.warmup) continue;
+      if (!measured(s)) continue;
       ++seen[s.index];
       count[s.index] += s.times.idle_step_boundary_ns - usual >= threshold;
     }
@@ -128,7 +133,7 @@ double step_spread(const std::vector<const RankBreakdown*>& ranks) {
     double m = 0, m2 = 0;
     std::size_t n = 0;
     for (const StepBreakdown& s : r->steps) {
-      if (s.warmup) continue;
+      if (!measured(s)) continue;
       const double u = 100.0 * share(s.times.smi_busy_ns(), s.times.step_ns);
       ++n;
       const double delta = u - m;
@@ -173,6 +178,34 @@ const char* to_string(PatternRow row) {
 
 namespace {
 
+// The lagging row's cost: its node problem's, else its front straggler's (the figures the
+// straggler findings carry).
+double lagging_cost_pct(const StragglerResult& s) {
+  if (!s.nodes.empty()) return s.nodes.front().cost_pct;
+  return s.stragglers.empty() ? 0.0 : s.stragglers.front().cost_pct;
+}
+
+// What each row takes of the job's rank-time: the part of the step its shape names.
+double row_cost_pct(const PatternVerdict& v, double straggler_cost) {
+  switch (v.row) {
+    case PatternRow::kLagging:
+      return straggler_cost;
+    case PatternRow::kCheckpoint:
+    case PatternRow::kDataloader:
+      return v.stall_cost_pct;
+    case PatternRow::kCollectiveDrops:
+      return v.comm_drop_pct;
+    case PatternRow::kFlatLow:
+      return v.idle_other_pct;
+    case PatternRow::kNone:
+      return 100.0 - v.useful_pct;
+    case PatternRow::kHealthy:
+    case PatternRow::kNotJudged:
+      break;
+  }
+  return 0;
+}
+
 // The job means over the GPU-timed ranks' steady steps, as shares of the step.
 struct JobTimes {
   StepTimes total;
@@ -212,6 +245,7 @@ struct JobStall {
   double sawtooth_share = 0;
   bool checkpoint = false;
   int64_t stall_ns = 0;  // the stall per affected step
+  double cost_pct = 0;   // what it takes of the job's rank-time (the cost unit)
 };
 
 // Mean boundary idle over the steady steps that are (or are not) in `spikes`, and their count.
@@ -222,7 +256,7 @@ std::pair<int64_t, std::size_t> boundary_idle(const std::vector<const RankBreakd
   std::size_t n = 0;
   for (const RankBreakdown* r : gpu) {
     for (const StepBreakdown& s : r->steps) {
-      if (!s.warmup && std::binary_search(spikes.begin(), spikes.end(), s.index) == in_spikes) {
+      if (measured(s) && std::binary_search(spikes.begin(), spikes.end(), s.index) == in_spikes) {
         idle += s.times.idle_step_boundary_ns;
         ++n;
       }
@@ -242,9 +276,15 @@ JobStall find_stall(const std::vector<const RankBreakdown*>& gpu, const JobTimes
   if (st.checkpoint) {
     const auto [idle, n] = boundary_idle(gpu, st.spikes, true);
     st.stall_ns = n ? idle / static_cast<int64_t>(n) : 0;
+    // Its cost: the spike steps' boundary idle beyond the other steps'.
+    const auto [other, no] = boundary_idle(gpu, st.spikes, false);
+    const double usual = no ? static_cast<double>(other) / static_cast<double>(no) : 0.0;
+    const double excess = std::max(0.0, static_cast<double>(idle) - usual * static_cast<double>(n));
+    st.cost_pct = t.total.step_ns > 0 ? 100.0 * excess / static_cast<double>(t.total.step_ns) : 0;
   } else if (st.sawtooth_share >= kMostRanks) {
     st.stall_ns = t.total.idle_step_boundary_ns /
                   static_cast<int64_t>(std::max<std::size_t>(1, t.rank_steps));
+    st.cost_pct = 100.0 * share(t.total.idle_step_boundary_ns, t.total.step_ns);
   }
   return st;
 }
@@ -287,6 +327,7 @@ PatternVerdict PatternVerdict::judge(const model::JobTrace& job,
   const std::vector<const RankBreakdown*> gpu = gpu_timed(ranks);
   v.gpu_ranks = gpu.size();
   const JobTimes t = job_times(gpu);
+  v.rank_steps = t.rank_steps;
   fill_shares(t.total, v);
   v.multi_node = host_count(job) >= 2;
   v.kernels_per_step = static_cast<double>(t.total.kernels) /
@@ -298,10 +339,12 @@ PatternVerdict PatternVerdict::judge(const model::JobTrace& job,
   // node, and is named as a side note.
   const JobStall st = find_stall(gpu, t);
   v.stall_ns = st.stall_ns;
+  v.stall_cost_pct = st.cost_pct;
   v.sawtooth_rank_share = st.sawtooth_share;
-  v.straggler_is_side_note = !stragglers.stragglers.empty() && st.stall_ns > 0 &&
-                             stragglers.stragglers.front().lateness_when_last_ns <
-                                 kMinorLateness * static_cast<double>(st.stall_ns);
+  // Which is bigger is decided in the one cost unit, as the findings are ordered by it.
+  const double straggler_cost = lagging_cost_pct(stragglers);
+  v.straggler_is_side_note =
+      !stragglers.stragglers.empty() && st.stall_ns > 0 && straggler_cost < st.cost_pct;
 
   // 1. One GPU or node lagging the rest (the straggler analysis decides who).
   if (!stragglers.stragglers.empty() && !v.straggler_is_side_note) {
@@ -321,6 +364,11 @@ PatternVerdict PatternVerdict::judge(const model::JobTrace& job,
   v.severity = v.row == PatternRow::kNotJudged || v.row == PatternRow::kHealthy
                    ? model::Severity::kInfo
                    : model::Severity::kWarning;
+  // Lagging is as severe as the straggler finding it repeats (< 1% of step time: info).
+  if (v.row == PatternRow::kLagging && straggler_cost < kWarnCostPct)
+    v.severity = model::Severity::kInfo;
+  v.mean_step_ns = static_cast<double>(t.step_ns);
+  v.cost_pct = row_cost_pct(v, straggler_cost);
   return v;
 }
 

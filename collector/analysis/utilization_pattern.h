@@ -22,9 +22,10 @@
 //                                                                per-step utilization steady
 //                                                                (std-dev <= 10 points)
 // First match wins, in this order — except that a job-wide stall (checkpoint, dataloader)
-// comes first when the straggler is less late than half the stall: it is then the stall's uneven
-// tail, named in the text. Utilization is graded against the 80-90 % that well-tuned
-// single-node jobs sustain (multi-node jobs with heavy cross-node traffic run somewhat lower).
+// comes first when the straggler costs less than the stall (both in the findings' cost unit):
+// it is then named in the stall's text, as the findings order them. Utilization is graded against
+// the 80-90 % that well-tuned single-node jobs sustain (multi-node jobs with heavy cross-node
+// traffic run somewhat lower).
 #pragma once
 
 #include <cstdint>
@@ -45,8 +46,6 @@ inline constexpr std::size_t kMinSaveSpikes = 3;
 inline constexpr double kCollectiveShare = 0.15;  // exposed comm + idle before comm
 inline constexpr double kWellTunedPct = 80.0;
 inline constexpr double kFlatSpreadPct = 10.0;  // per-step utilization std-dev, points
-// A straggler less late than this share of a job-wide stall is that stall's tail (side note).
-inline constexpr double kMinorLateness = 0.5;
 
 // The rows of the table above, plus the outcomes when none matches.
 enum class PatternRow : uint8_t {
@@ -71,6 +70,7 @@ struct PatternVerdict {
   double smi_pct = 0;
   double useful_pct = 0;
   std::size_t gpu_ranks = 0;
+  std::size_t rank_steps = 0;  // steady steps over those ranks (sampled ones, when sampled)
   bool multi_node = false;
   double exposed_pct = 0, exposed_wait_pct = 0, exposed_transfer_pct = 0;
   double memcpy_pct = 0;
@@ -85,8 +85,15 @@ struct PatternVerdict {
   std::size_t period_steps = 0;
   double spike_idle_ns = 0, other_idle_ns = 0;  // checkpoint: boundary idle per spike/other step
   int64_t stall_ns = 0;                         // a job-wide stall per affected step
+  double stall_cost_pct = 0;                    // ... its cost (the findings' unit)
   // The front straggler is the stall's uneven tail: a side note of the stall's row, not `lagging`.
   bool straggler_is_side_note = false;
+  // The finding's cost (docs/verdicts.md, "Figures"): the share of the job's rank-time the row's
+  // shape takes (lagging: its straggler's cost; dataloader: the boundary idle; checkpoint: the
+  // spike steps' idle beyond the others'; collective-drops: exposed comm and idle before it;
+  // flat-low: the idle between kernels; none: everything but compute), over mean_step_ns.
+  double cost_pct = 0;
+  double mean_step_ns = 0;
 
   static PatternVerdict judge(const model::JobTrace& job, const std::vector<RankBreakdown>& ranks,
                               const StragglerResult& stragglers);

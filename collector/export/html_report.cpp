@@ -46,6 +46,12 @@ std::pair<std::size_t, std::size_t> entry_steps(const json& e, std::size_t posit
   return {a, std::max(a, static_cast<std::size_t>(std::max(first, last)) - 1)};
 }
 
+// A per_step entry of a rank whose compute kernels were sampled (NCCLWATCH_KERNELS=sampled:N)
+// says nothing about the GPU unless its steps lie inside a sampled window.
+bool measured(const json& entry) {
+  return entry.value("sampled", true);
+}
+
 std::size_t steps_of(const std::vector<const json*>& ranks) {
   std::size_t steps = 0;
   for (const json* r : ranks) {
@@ -89,6 +95,7 @@ json heatmap(const std::vector<const json*>& ranks) {
     row_last[row] = rank;
     const json& ps = (*ranks[i])["per_step"];
     for (std::size_t k = 0; k < ps.size(); ++k) {
+      if (!measured(ps[k])) continue;
       spread(entry_steps(ps[k], k), steps, cols, [&](std::size_t col, double w) {
         sum[row * cols + col] += w * num(ps[k], "smi_util_pct");
         count[row * cols + col] += w;
@@ -151,6 +158,7 @@ json step_series(const std::vector<const json*>& ranks) {
   for (const json* r : ranks) {
     const json& ps = (*r)["per_step"];
     for (std::size_t k = 0; k < ps.size(); ++k) {
+      if (!measured(ps[k])) continue;
       // Entry values are means per step: weighted by the steps they stand for.
       const double h = num(ps[k], "comm_overlapped_us");
       const double c = h + num(ps[k], "exposed_wait_us") + num(ps[k], "exposed_transfer_us");
@@ -190,13 +198,21 @@ json waits(const json& overlap, const json& stragglers) {
                                           static_cast<std::size_t>(std::max(0, last[g])))},
                     {"ms", round1(sum[g] / std::max(1.0, count[g]) * 10.0) / 10.0}});
   }
+  // The straggler findings' own figures and words (docs/verdicts.md, "Figures"): lateness where
+  // it happens, cost, cause and its explanation.
   json late = json::array();
   for (const json& s : stragglers) {
     late.push_back({{"rank", s.value("rank", -1)},
                     {"host", s.value("host", "")},
-                    {"lateness_ms", round1(num(s, "mean_lateness_us") / 100.0) / 10.0},
-                    {"last_pct", round1(num(s, "arrived_last_pct"))},
-                    {"cause", s.value("cause", "")}});
+                    {"lateness_ms", round1(num(s, "lateness_us") / 100.0) / 10.0},
+                    {"late_at", s.value("late_at", "")},
+                    {"pattern", s.value("pattern", "")},
+                    {"period", s.value("period_steps", 0)},
+                    {"cost_ms", round1(num(s, "cost_us_per_step") / 100.0) / 10.0},
+                    {"cost_pct", round1(num(s, "cost_pct"))},
+                    {"severity", s.value("severity", "info")},
+                    {"cause", s.value("cause", "")},
+                    {"cause_text", s.value("cause_text", "")}});
   }
   return {{"bars", bars}, {"stragglers", late}};
 }
@@ -208,9 +224,9 @@ json HtmlReport::page_data(const model::Report& report) {
   json d;
   d["job"] = j.value("job", "");
   json findings = json::array();
-  for (const model::Finding& f : report.findings) {
+  for (const model::Finding* f : model::ordered_findings(report.findings)) {  // the report's order
     findings.push_back(
-        {{"severity", severity_name(f.severity)}, {"source", f.source}, {"text", f.text}});
+        {{"severity", severity_name(f->severity)}, {"source", f->source}, {"text", f->text}});
   }
   d["findings"] = findings;
   std::vector<const json*> gpu;
@@ -345,8 +361,9 @@ function lines() {
 function waits() {
   const c = document.getElementById("waits"), ctx = c.getContext("2d"), W = D.waits;
   const ll = document.getElementById("late-list");
-  for (const s of W.stragglers) ll.appendChild(el("div", "f warning", "straggler: rank " + s.rank + " (" + s.host + ") " +
-    s.lateness_ms + " ms late on average, last at " + s.last_pct + "% — cause " + s.cause));
+  for (const s of W.stragglers) ll.appendChild(el("div", "f " + s.severity, "straggler: rank " + s.rank + " (" + s.host + ") " +
+    s.lateness_ms + " ms late at " + s.late_at + (s.pattern === "periodic" ? " every " + s.period + " steps" : s.pattern === "spikes" ? " in its late steps" : "") +
+    ", costing " + s.cost_ms + " ms/step (" + s.cost_pct + "% of step time) — cause " + s.cause + ": " + s.cause_text));
   if (!W.stragglers.length) ll.appendChild(el("div", "note", "no straggler found"));
   mark("waits", W.bars.length); if (!W.bars.length) return empty(ctx, c, "no ranks");
   const max = Math.max(...W.bars.map(b => b.ms)) || 1, bw = (c.width - 60) / W.bars.length;

@@ -14,9 +14,13 @@ using model::severity_name;
 nlohmann::json render_json(const model::Report& report) {
   nlohmann::json j = report.json;
   nlohmann::json findings = nlohmann::json::array();
-  for (const auto& f : report.findings) {
-    findings.push_back(
-        {{"severity", severity_name(f.severity)}, {"source", f.source}, {"text", f.text}});
+  for (const model::Finding* f : model::ordered_findings(report.findings)) {
+    findings.push_back({{"severity", severity_name(f->severity)},
+                        {"source", f->source},
+                        {"text", f->text},
+                        {"cost_pct", f->cost ? nlohmann::json(f->cost->pct) : nlohmann::json()},
+                        {"cost_us_per_step", f->cost ? nlohmann::json(f->cost->ns_per_step / 1000.0)
+                                                     : nlohmann::json()}});
   }
   j["findings"] = findings;
   return j;

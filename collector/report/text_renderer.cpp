@@ -41,12 +41,7 @@ std::string wrap_prose(std::string_view body, std::size_t width) {
 }  // namespace
 
 std::string render_text(const model::Report& report, const TextOptions& options) {
-  std::vector<const model::Finding*> sorted;
-  for (const auto& f : report.findings) sorted.push_back(&f);
-  // Stable: within one severity, the order the parts wrote them in (their own priority).
-  std::stable_sort(
-      sorted.begin(), sorted.end(),
-      [](const model::Finding* a, const model::Finding* b) { return a->severity > b->severity; });
+  const std::vector<const model::Finding*> sorted = model::ordered_findings(report.findings);
   std::string out;
   std::size_t shown = std::min(sorted.size(), options.max_findings);
   for (std::size_t i = 0; i < shown; ++i) {
@@ -61,6 +56,9 @@ std::string render_text(const model::Report& report, const TextOptions& options)
     out += fmt::format("\n== {}\n", s.title);
     out += wrap_prose(s.body, options.width);
   }
+  // The words and figures above, defined once (exposed, hidden, pre-comm, smi, useful, ...).
+  if (options.footer && !report.sections.empty())
+    out += "\n" + wrap_prose(std::string(kGlossaryFooter) + "\n", options.width);
   return out;
 }
 

@@ -1,5 +1,6 @@
-// The terminal report: findings first, most severe first (what a person acts on), then every
-// section in the order the pipeline added them (ranks, comms, analyses, ..., input problems).
+// The terminal report: findings first, in model::ordered_findings' order (critical, then by
+// cost, largest first: what a person acts on), then every section in the order the pipeline
+// added them (ranks, comms, analyses, ..., input problems), then a footer naming the glossary.
 #pragma once
 
 #include <cstddef>
@@ -16,7 +17,14 @@ struct TextOptions {
   // continuation lines indented under the source tag, so each still starts with its severity;
   // tables are left alone); 0: not wrapped. The JSON always has the whole texts.
   std::size_t width = 0;
+  bool footer = true;             // the glossary line at the end
 };
+
+// The last line of the text report.
+inline constexpr const char* kGlossaryFooter =
+    "Words and figures of this report (exposed, hidden, wait, pre-comm, step boundary, smi, "
+    "useful, late/step, cost, fair%, jitter, σ/MAD, ...): docs/glossary.md in the ncclwatch "
+    "sources.";
 
 std::string render_text(const model::Report& report, const TextOptions& options = {});
 

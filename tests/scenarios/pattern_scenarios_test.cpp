@@ -67,6 +67,57 @@ TEST(PatternScenario, DataLoaderSawtooth) {
   }
 }
 
+// The report's findings in the order printed (the lines before the first section).
+std::vector<std::string> finding_lines(const Result& r) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at < r.log.size()) {
+    const std::size_t nl = r.log.find('\n', at);
+    const std::string line =
+        r.log.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
+    if (line.rfind("WARNING ", 0) == 0 || line.rfind("CRITICAL", 0) == 0 ||
+        line.rfind("info    ", 0) == 0)
+      out.push_back(line);
+    if (line.rfind("== ", 0) == 0 || nl == std::string::npos) break;
+    at = nl + 1;
+  }
+  return out;
+}
+
+TEST(PatternScenario, AStallOnEveryRankOutranksASlowerGpu) {
+  // Every rank sleeps 30 ms before each step and rank 2's GPU is 1.3x slower (issue 21): the
+  // stall costs far more, so it is the first line, and nothing calls the straggler the first
+  // fix.
+  const Result r = run_scenario({kWorkload,
+                                 {"--stall", "0:30", "--stall", "1:30", "--stall", "2:30",
+                                  "--stall", "3:30", "--slow", "2:1.3"},
+                                 {},
+                                 kTwoHosts});
+  const std::vector<std::string> lines = finding_lines(r);
+  ASSERT_FALSE(lines.empty()) << r.log;
+  EXPECT_EQ(lines[0].rfind("WARNING  [pattern] sawtooth", 0), 0u) << r.log;
+  for (const std::string& l : lines) EXPECT_EQ(l.find("fix it first"), std::string::npos) << l;
+  EXPECT_EQ(r.report["findings"][0]["source"], "pattern") << r.report["findings"].dump(1);
+}
+
+TEST(PatternScenario, NcclOnlyKernelsAreNamedNotHostOnly) {
+  // NCCLWATCH_KERNELS=nccl: the trace header says so, and the report names it instead of
+  // "host-only records" (its rank table says cupti:nccl).
+  std::vector<std::string> env;
+  for (int rank = 0; rank < 4; ++rank)
+    env.insert(env.end(), {"--env-rank", std::to_string(rank), "NCCLWATCH_KERNELS=nccl"});
+  const Result r = run_scenario({kWorkload, {}, {}, env, 10});
+  EXPECT_EQ(r.log.find("host-only records"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("compute kernels left out on request (NCCLWATCH_KERNELS=nccl on 4 of 4 "
+                       "ranks)"),
+            std::string::npos)
+      << r.log;
+  EXPECT_NE(r.log.find("cupti:nccl"), std::string::npos) << r.log;
+  ASSERT_EQ(r.report["ranks"].size(), 4u);
+  for (const json& rank : r.report["ranks"]) EXPECT_EQ(rank["kernels"], "nccl") << rank.dump();
+  EXPECT_EQ(r.log.find("WARNING  [pattern]"), std::string::npos) << r.log;
+}
+
 TEST(PatternScenario, CheckpointEveryFourSteps) {
   // Every rank sleeps 60 ms before (0-based) steps 3, 7 and 11, i.e. after NVTX step ranges 3, 7
   // and 11 (1-based): the idle after a range belongs to that range's step (step_plan.h).

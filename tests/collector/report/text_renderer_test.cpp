@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "report/json_renderer.h"
+
 namespace ncclwatch::report {
 
 TEST(TextRenderer, FindingsBySeverityThenSectionsInOrder) {
@@ -18,7 +20,44 @@ TEST(TextRenderer, FindingsBySeverityThenSectionsInOrder) {
             "WARNING  [overlap] slow\n"
             "info     [collector] fine\n"
             "\n== Ranks\ntable\n"
-            "\n== Overlap\nno newline\n");
+            "\n== Overlap\nno newline\n"
+            "\n" +
+                std::string(kGlossaryFooter) + "\n");
+}
+
+TEST(TextRenderer, WarningsByCostLargestFirstTheDataFirstOfAll) {
+  // Critical first; within a severity the findings about the data (collector), then by cost,
+  // then the rest in the order written — in the text and the JSON alike.
+  model::Report r;
+  r.findings = {
+      {model::Severity::kWarning, "stragglers", "straggler", model::FindingCost{2.4, 1e6}},
+      {model::Severity::kWarning, "topology", "topology"},
+      {model::Severity::kWarning, "pattern", "sawtooth", model::FindingCost{64, 3e7}},
+      {model::Severity::kInfo, "stragglers", "small", model::FindingCost{0.5, 1e5}},
+      {model::Severity::kWarning, "collector", "lost records"},
+      {model::Severity::kWarning, "overlap", "overlap", model::FindingCost{7, 3e6}},
+      {model::Severity::kCritical, "hang", "hang"}};
+  const std::vector<std::string> want = {"hang",      "lost records", "sawtooth", "overlap",
+                                         "straggler", "topology",     "small"};
+  std::vector<std::string> got;
+  for (const model::Finding* f : model::ordered_findings(r.findings)) got.push_back(f->text);
+  EXPECT_EQ(got, want);
+  TextOptions o;
+  o.footer = false;
+  std::string expect;
+  for (const model::Finding* f : model::ordered_findings(r.findings)) {
+    const char* tag = f->severity == model::Severity::kCritical  ? "CRITICAL"
+                      : f->severity == model::Severity::kWarning ? "WARNING "
+                                                                 : "info    ";
+    expect += std::string(tag) + " [" + f->source + "] " + f->text + "\n";
+  }
+  EXPECT_EQ(render_text(r, o), expect);
+  const nlohmann::json j = render_json(r);
+  ASSERT_EQ(j["findings"].size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(j["findings"][i]["text"], want[i]);
+  EXPECT_EQ(j["findings"][2]["cost_pct"], 64.0);
+  EXPECT_EQ(j["findings"][2]["cost_us_per_step"], 30000.0);
+  EXPECT_TRUE(j["findings"][1]["cost_pct"].is_null());
 }
 
 TEST(TextRenderer, LongFindingListsAreCut) {
