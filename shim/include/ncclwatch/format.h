@@ -32,7 +32,9 @@ namespace ncclwatch::format {
 // as "nothing of these kinds counted". Trace files of versions 1 and 2 hold the same record
 // layouts minus newer kinds: readers still load them (kMinTraceLayoutVersion); segments must
 // match kLayoutVersion exactly. Version 4 added the SchedRecord kind (CPU run-queue waiting of the
-// threads that call NCCL); the layouts of versions 1 to 3 are unchanged in it.
+// threads that call NCCL); the layouts of versions 1 to 3 are unchanged in it. The word after
+// `mode` in both headers (kernel_filter: NCCLWATCH_KERNELS) was reserved and zero until version
+// 4's writers filled it; zero still reads as "every kernel kept".
 inline constexpr uint32_t kLayoutVersion = 4;
 inline constexpr uint32_t kMinTraceLayoutVersion = 1;
 inline constexpr std::size_t kRecordSize = 64;
