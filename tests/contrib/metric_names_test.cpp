@@ -8,6 +8,7 @@
 #include <string>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "live/metrics_collectable.h"
 
@@ -76,6 +77,54 @@ TEST(MetricNames, RulesAndDashboardUseOnlyExportedMetrics) {
       EXPECT_TRUE(recorded.contains(name)) << name << " is used but no rule records it";
   }
   EXPECT_GE(used, 15u);
+}
+
+// The utilization curve per rank (issue 23): for each GPU-time counter (busy, compute, exposed
+// communication, idle) a series per rank, and the straggler's own series — selected by the
+// recorded ncclwatch:straggler_rank:5m (promtool tests it on rules_test.yml) — which the busy
+// curve draws thick and red next to the job's median.
+TEST(Dashboard, DrawsTheUtilizationCurvePerRankWithTheStragglerHighlighted) {
+  using nlohmann::json;
+  const json d = json::parse(slurp(CONTRIB_DIR "/grafana/ncclwatch.json"));
+  const std::string straggler = " and on (job, host, rank) ncclwatch:straggler_rank:5m";
+  for (const std::string counter :
+       {"ncclwatch_gpu_busy_seconds_total", "ncclwatch_gpu_compute_seconds_total",
+        "ncclwatch_gpu_exposed_comm_seconds_total", "ncclwatch_gpu_idle_seconds_total"}) {
+    const std::string per_rank =
+        "rate(" + counter + "{job=~\"$job\",host=~\"$host\"}[$__rate_interval])";
+    bool ranks = false, highlighted = false;
+    for (const json& panel : d["panels"]) {
+      for (const json& t : panel.value("targets", json::array())) {
+        const std::string expr = t["expr"], legend = t.value("legendFormat", "");
+        if (legend.find("{{rank}}") == std::string::npos) continue;
+        ranks |= expr == per_rank;
+        if (expr != per_rank + straggler) continue;
+        highlighted = legend.find("STRAGGLER") != std::string::npos;
+        if (counter != "ncclwatch_gpu_busy_seconds_total") continue;
+        // The busy curve: the straggler's series red and thicker than the ranks', beside the
+        // job's median.
+        bool red = false;
+        for (const json& o : panel["fieldConfig"]["overrides"]) {
+          if (o["matcher"]["id"] != "byFrameRefID" || o["matcher"]["options"] != t["refId"])
+            continue;
+          for (const json& p : o["properties"]) {
+            if (p["id"] == "color") red = p["value"].value("fixedColor", "") == "red";
+            if (p["id"] == "custom.lineWidth") {
+              EXPECT_GT(p["value"].get<int>(),
+                        panel["fieldConfig"]["defaults"]["custom"]["lineWidth"].get<int>());
+            }
+          }
+        }
+        highlighted &= red;
+        bool median = false;
+        for (const json& m : panel["targets"])
+          median |= m["expr"] == "quantile by (job) (0.5, " + per_rank + ")";
+        EXPECT_TRUE(median) << "the busy curve has no job median";
+      }
+    }
+    EXPECT_TRUE(ranks) << counter << ": no series per rank";
+    EXPECT_TRUE(highlighted) << counter << ": the straggler's series is not drawn apart";
+  }
 }
 
 }  // namespace
