@@ -121,7 +121,8 @@ std::string rank_table(const std::vector<RankOverlap>& overlaps, const RankOverl
                                    kMinStepsForWarmup);
   }
   body +=
-      "overlap = |comm ∩ compute| / |comm| (HTA); comm = NCCL kernels, compute = other kernels, "
+      "overlap = |comm ∩ compute| / |comm| (HTA); comm = communication kernels (NCCL's and the "
+      "other families of docs/inputs.md), compute = other kernels, "
       "memcpy/memset neither; exposed = comm − compute = wait (before the last peer arrived) + "
       "transfer.\n\n";
   body += fmt::format("{:>6} {:<14} {:>5} {:>10} {:>8} {:>12} {:>10} {:>10} {:>6} {:>6} {:>12}\n",
@@ -210,14 +211,21 @@ void OverlapReport::write(const std::vector<RankOverlap>& overlaps,
         {share < kNotBottleneckShare ? model::Severity::kInfo : model::Severity::kWarning,
          "overlap", headline(job, stragglers)});
   } else if (!overlaps.empty()) {
-    const bool lite = std::any_of(overlaps.begin(), overlaps.end(), [](const RankOverlap& o) {
-      return o.source == CommSource::kCallEvents;
-    });
+    const auto any = [&overlaps](CommSource s) {
+      return std::any_of(overlaps.begin(), overlaps.end(),
+                         [s](const RankOverlap& o) { return o.source == s; });
+    };
+    // "Host-only" only when no rank has GPU timing at all: a trace with kernels is never that.
     report.findings.push_back(
         {model::Severity::kInfo, "overlap",
-         lite ? "overlap not measurable: only collective GPU times were recorded (lite mode), no "
-                "compute kernels"
-              : "overlap not measurable: host-only records (no GPU timing)"});
+         any(CommSource::kCallEvents)
+             ? "overlap not measurable: only collective GPU times were recorded (lite mode), no "
+               "compute kernels"
+         : any(CommSource::kNoCommKernels)
+             ? "overlap not measurable: the trace has GPU kernels but none is a known "
+               "communication kernel (NCCL, RCCL, MSCCL, NVSHMEM, DeepEP, custom all-reduce: "
+               "docs/inputs.md lists the names and how to add a family)"
+             : "overlap not measurable: host-only records (no GPU timing)"});
   }
 
   report.sections.push_back({"Overlap", text(overlaps, buckets)});
