@@ -121,6 +121,7 @@ enum class TimingSource : uint8_t {
   kCupti = 1,     // kernels through CUPTI
   kEvents = 2,    // collectives through CUDA events (lite mode)
   kKineto = 3,    // a PyTorch-profiler trace
+  kNsys = 4,      // an Nsight Systems export (SQLite)
 };
 
 // Name used in the report's tables and JSON.
@@ -132,6 +133,8 @@ constexpr const char* timing_name(TimingSource t) {
       return "cuda-events";
     case TimingSource::kKineto:
       return "kineto";
+    case TimingSource::kNsys:
+      return "nsys";
     case TimingSource::kHostOnly:
       break;
   }
