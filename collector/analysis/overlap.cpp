@@ -92,7 +92,9 @@ RankOverlap OverlapAnalysis::of_rank(const model::RankTrace& rank, std::size_t r
   r.rank = rank.info.rank;
   r.host = rank.info.host;
   r.source = activity.source;
-  r.measurable = activity.source != CommSource::kNone && activity.has_compute;
+  r.measurable =
+      (activity.source == CommSource::kNcclKernels || activity.source == CommSource::kCallEvents) &&
+      activity.has_compute;
 
   Sets s{&activity.comm, &activity.compute, &activity.busy, {}, {}, {}, {}};
   s.overlapped = activity.comm.intersect(activity.compute);

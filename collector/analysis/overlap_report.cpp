@@ -159,7 +159,8 @@ std::string rank_table(const std::vector<RankOverlap>& overlaps, const RankOverl
                                    kMinStepsForWarmup);
   }
   body +=
-      "overlap = |comm ∩ compute| / |comm| (HTA); comm = NCCL kernels, compute = other kernels, "
+      "overlap = |comm ∩ compute| / |comm| (HTA); comm = communication kernels (NCCL's and the "
+      "other families of docs/inputs.md), compute = other kernels, "
       "memcpy/memset neither; exposed = comm − compute = wait (before the last peer arrived) + "
       "transfer.\n\n";
   body += fmt::format("{:>6} {:<14} {:>5} {:>10} {:>8} {:>12} {:>10} {:>10} {:>6} {:>6} {:>12}\n",
@@ -304,6 +305,15 @@ std::string OverlapReport::not_measurable(const std::vector<RankOverlap>& overla
   }
   if (nccl_kernels)
     return "overlap not measurable: no compute kernels recorded (NCCL kernels only)";
+  // "Host-only" only when no rank has GPU timing at all: a trace with kernels is never that.
+  const bool no_comm_kernels =
+      std::any_of(overlaps.begin(), overlaps.end(),
+                  [](const RankOverlap& o) { return o.source == CommSource::kNoCommKernels; });
+  if (no_comm_kernels) {
+    return "overlap not measurable: the trace has GPU kernels but none is a known communication "
+           "kernel (NCCL, RCCL, MSCCL, NVSHMEM, DeepEP, custom all-reduce: docs/inputs.md lists "
+           "the names and how to add a family)";
+  }
   return "overlap not measurable: host-only records (no GPU timing)";
 }
 

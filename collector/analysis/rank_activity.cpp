@@ -19,7 +19,9 @@ IntervalSet build(std::vector<Interval>& spans) {
 const char* to_string(CommSource source) {
   switch (source) {
     case CommSource::kNcclKernels:
-      return "NCCL kernels";
+      return "NCCL kernels";  // (JSON value kept; other communication families count too)
+    case CommSource::kNoCommKernels:
+      return "none (no communication kernel among the GPU kernels)";
     case CommSource::kCallEvents:
       return "collective GPU intervals (CUDA events)";
     case CommSource::kNone:
@@ -54,7 +56,10 @@ RankActivity RankActivity::of(const model::RankTrace& rank) {
       comm.push_back({c.gpu_start_ns, c.gpu_end_ns});
       busy.push_back({c.gpu_start_ns, c.gpu_end_ns});
     }
-    if (!comm.empty()) a.source = CommSource::kCallEvents;
+    if (!comm.empty())
+      a.source = CommSource::kCallEvents;
+    else if (a.has_compute)
+      a.source = CommSource::kNoCommKernels;
   }
   for (const model::CallEvent& c : rank.calls) {
     first = std::min(first, c.enter_ns);

@@ -1,6 +1,7 @@
-// One rank's GPU time split the way HTA splits it: communication (NCCL kernels), computation
-// (every other kernel) and busy (any GPU activity, memcpy and memset included). Memcpy and
-// memset are neither comm nor compute, as in HTA's comm/comp overlap.
+// One rank's GPU time split the way HTA splits it: communication (NCCL kernels, and the other
+// communication kernel families of collector/kernels), computation (every other kernel) and busy
+// (any GPU activity, memcpy and memset included). Memcpy and memset are neither comm nor compute,
+// as in HTA's comm/comp overlap.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +12,10 @@
 namespace ncclwatch::analysis {
 
 enum class CommSource : uint8_t {
-  kNone = 0,         // no GPU timing of collectives (host-only records)
-  kNcclKernels = 1,  // KernelEvent::nccl (CUPTI or Kineto)
-  kCallEvents = 2,   // CallEvent::gpu_start/end_ns only (lite mode: CUDA events)
+  kNone = 0,           // no GPU timing of collectives (host-only records)
+  kNcclKernels = 1,    // KernelEvent::nccl: NCCL's kernels and the other communication families
+  kCallEvents = 2,     // CallEvent::gpu_start/end_ns only (lite mode: CUDA events)
+  kNoCommKernels = 3,  // GPU kernels, but none is a known communication kernel
 };
 
 const char* to_string(CommSource source);

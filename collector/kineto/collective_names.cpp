@@ -4,6 +4,7 @@
 #include <cctype>
 #include <string>
 
+#include "kernels/comm_kernel_table.h"
 #include "ncclwatch/fnv1a.h"
 
 namespace ncclwatch::kineto {
@@ -49,12 +50,7 @@ Func func_from_collective_name(std::string_view name) {
 }
 
 Func func_from_kernel_name(std::string_view name) {
-  // ncclKernel_<Op>_..., ncclDevKernel_<Op>_..., ncclSymkDevKernel_<Op>_... / ncclSymk_<Op>_...
-  std::size_t p = name.find('_');
-  if (p == std::string_view::npos || name.substr(0, 4) != "nccl") return Func::kUnknown;
-  std::string_view rest = name.substr(p + 1);
-  const std::size_t q = rest.find_first_of("_(");
-  return func_from_squashed(squash(rest.substr(0, q)));
+  return kernels::nccl_func_from_kernel_name(name);
 }
 
 uint8_t datatype_from_dtype(std::string_view dtype) {
@@ -75,10 +71,7 @@ uint8_t datatype_from_dtype(std::string_view dtype) {
 }
 
 bool is_nccl_kernel_name(std::string_view name) {
-  if (name.substr(0, 4) != "nccl") return false;
-  if (name.substr(0, 8) == "ncclSymk") return true;
-  // HTA: re.match(r"^nccl.*Kernel") -- "Kernel" anywhere after the "nccl" prefix.
-  return name.find("Kernel", 4) != std::string_view::npos;
+  return kernels::is_nccl_kernel_name(name);
 }
 
 std::vector<int32_t> parse_rank_list(std::string_view text) {

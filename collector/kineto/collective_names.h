@@ -15,14 +15,16 @@ namespace ncclwatch::kineto {
 format::Func func_from_collective_name(std::string_view name);
 
 // From an NCCL kernel name: ncclKernel_AllReduce_RING_LL_Sum_float(...) -> kAllReduce,
-// ncclDevKernel_SendRecv(...) -> kSend. kUnknown if the name says nothing.
+// ncclDevKernel_SendRecv(...) -> kSend. kUnknown if the name says nothing
+// (kernels::nccl_func_from_kernel_name).
 format::Func func_from_kernel_name(std::string_view name);
 
 // PyTorch scalar type name ("Float", "BFloat16", ...) -> ncclDataType_t value; 255 unknown.
 uint8_t datatype_from_dtype(std::string_view dtype);
 
-// An NCCL (communication) kernel: ncclKernel_*, ncclDevKernel_*, ncclSymk*, or any name HTA's
-// communication pattern `^nccl.*Kernel` takes (so both tools count the same kernels as comm).
+// An NCCL kernel: ncclKernel_*, ncclDevKernel_*, ncclSymk*, or any name HTA's communication
+// pattern `^nccl.*Kernel` takes (kernels::is_nccl_kernel_name; the other communication kernel
+// families are in kernels::classify_kernel).
 bool is_nccl_kernel_name(std::string_view name);
 
 // "[0, 1, 2]" (or a JSON array) -> {0, 1, 2}. Non-numbers are skipped.

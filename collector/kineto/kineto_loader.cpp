@@ -4,9 +4,11 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "kernels/kernel_calls.h"
 #include "kineto/byte_source.h"
 #include "kineto/event_splitter.h"
 #include "kineto/rank_builder.h"
@@ -54,6 +56,46 @@ bool is_trace_file(const std::filesystem::path& p) {
     return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
   };
   return ends(".json") || ends(".json.gz");
+}
+
+// PyTorch before 1.10 writes no distributedInfo (and no record_param_comms "Rank" arg): such a
+// file's rank is the lowest number no other file claims, in the order the files were given
+// (a directory's sorted by name), and the report says so. The job's size is then the number of
+// files when no file states it.
+void number_unknown_ranks(model::JobTrace& job) {
+  std::set<int32_t> taken;
+  std::vector<model::RankTrace*> unknown;
+  int32_t world = -1;
+  for (auto& r : job.ranks) {
+    if (r.info.rank >= 0)
+      taken.insert(r.info.rank);
+    else
+      unknown.push_back(&r);
+    world = std::max(world, r.info.world_size);
+  }
+  if (unknown.empty()) return;
+  std::string list;
+  int32_t next = 0;
+  for (std::size_t i = 0; i < unknown.size(); ++i) {
+    while (taken.count(next)) ++next;
+    model::RankTrace& r = *unknown[i];
+    r.info.rank = next++;
+    for (auto& c : r.comms)
+      if (c.rank < 0 && c.name.empty()) c.rank = r.info.rank;
+    if (i < 8) list += fmt::format("{}{} = rank {}", i ? ", " : "", r.info.source, r.info.rank);
+  }
+  if (unknown.size() > 8) list += fmt::format(" and {} more", unknown.size() - 8);
+  const auto n = static_cast<int32_t>(job.ranks.size());
+  for (auto& r : job.ranks) {
+    if (r.info.world_size < 0) r.info.world_size = world > 0 ? world : n;
+    for (auto& c : r.comms)
+      if (c.nranks <= 0) c.nranks = r.info.world_size;
+  }
+  job.notes.push_back(
+      {"Kineto traces",
+       fmt::format("no rank recorded in {} of them (no distributedInfo: PyTorch before "
+                   "1.10): ranks numbered in the order of the files: {}",
+                   unknown.size(), list)});
 }
 
 }  // namespace
@@ -167,12 +209,14 @@ model::JobTrace load_job(const std::vector<std::string>& paths_or_dirs, const Lo
     }
     job.ranks.push_back(std::move(*traces[i]));
   }
+  number_unknown_ranks(job);
   std::stable_sort(job.ranks.begin(), job.ranks.end(), [](const auto& a, const auto& b) {
     const auto key = [](const model::RankTrace& t) {
       return t.info.rank < 0 ? INT64_MAX : static_cast<int64_t>(t.info.rank);
     };
     return key(a) < key(b);
   });
+  kernels::align_kernel_comms(job, job.notes);
   return job;
 }
 

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "kernels/comm_kernel_table.h"
+#include "kernels/kernel_calls.h"
 #include "kineto/collective_names.h"
 #include "model/func_names.h"
 
@@ -69,7 +71,8 @@ void RankTraceBuilder::add(const TraceEvent& e) {
   // Only complete ("X") events carry what we use.
   if (e.ph != "X" || !(e.has_ts || e.bad_ts) || !times_usable(e)) return;
   const int64_t end = e.ts_ns + e.dur_ns;  // both bounded by times_usable: no overflow
-  if (e.cat == "kernel" || e.cat == "gpu_memcpy" || e.cat == "gpu_memset") {
+  const Category cat = e.category;
+  if (cat == Category::kKernel || cat == Category::kMemcpy || cat == Category::kMemset) {
     model::KernelEvent k;
     k.start_ns = e.ts_ns;
     k.end_ns = end;
@@ -81,18 +84,21 @@ void RankTraceBuilder::add(const TraceEvent& e) {
     k.bytes = e.bytes > 0 ? static_cast<uint64_t>(e.bytes) : 0;
     const int64_t device = e.device >= 0 ? e.device : e.pid;
     k.device = static_cast<int16_t>(device >= 0 && device < 32768 ? device : -1);
-    k.kind = e.cat == "kernel"       ? ActivityKind::kKernel
-             : e.cat == "gpu_memcpy" ? ActivityKind::kMemcpy
-                                     : ActivityKind::kMemset;
-    k.nccl = k.kind == ActivityKind::kKernel && is_nccl_kernel_name(e.name);
+    k.kind = cat == Category::kKernel   ? ActivityKind::kKernel
+             : cat == Category::kMemcpy ? ActivityKind::kMemcpy
+                                        : ActivityKind::kMemset;
+    if (k.kind == ActivityKind::kKernel) {
+      k.family = family_of_name(k.name);
+      k.nccl = k.family != model::CommFamily::kNone;
+    }
     kernels_.push_back(k);
     kernel_external_.push_back(e.external_id);
     return;
   }
-  if (trace_.info.pid == 0 && e.pid > 0 && (e.cat == "cpu_op" || e.cat == "cuda_runtime")) {
+  if (trace_.info.pid == 0 && e.pid > 0 && (cat == Category::kCpuOp || cat == Category::kRuntime)) {
     trace_.info.pid = e.pid;  // the training process (GPU events use the device as pid)
   }
-  if (e.cat == "cuda_runtime" || e.cat == "cuda_driver") {
+  if (cat == Category::kRuntime || cat == Category::kDriver) {
     if (e.correlation < 0) return;
     model::LaunchEvent l;
     l.enter_ns = e.ts_ns;
@@ -125,8 +131,31 @@ void RankTraceBuilder::add(const TraceEvent& e) {
     add_step_range(e, end);
     return;
   }
-  if (starts_with(e.name, "nccl:")) {
-    annotations_.push_back(Annotation{e.ts_ns, end, e.tid, std::string(e.name)});
+  if (starts_with(e.name, "nccl:") && cat != Category::kGpuUserAnnotation) {
+    annotations_.push_back(Annotation{e.ts_ns, end, e.tid, e.external_id, std::string(e.name)});
+  }
+}
+
+model::CommFamily RankTraceBuilder::family_of_name(uint32_t name) {
+  if (name >= family_of_name_.size()) family_of_name_.resize(name + 1, model::CommFamily::kCount);
+  model::CommFamily& f = family_of_name_[name];
+  if (f == model::CommFamily::kCount) f = kernels::classify_kernel(trace_.name_of(name)).family;
+  return f;
+}
+
+// PyTorch before record_param_comms (1.8-1.12) names each collective only by its "nccl:<name>"
+// op, which launched its kernel: with no record_param_comms in the trace, those ops are the
+// calls. (With record_param_comms they are nested in it and only name it.)
+void RankTraceBuilder::promote_annotations() {
+  if (!ops_.empty()) return;
+  for (const Annotation& a : annotations_) {
+    CommOp op;
+    op.enter_ns = a.start_ns;
+    op.exit_ns = a.end_ns;
+    op.tid = a.tid;
+    op.external_id = a.external_id;
+    op.collective = a.name;
+    ops_.push_back(std::move(op));
   }
 }
 
@@ -136,7 +165,7 @@ void RankTraceBuilder::add_step_range(const TraceEvent& e, int64_t end) {
   r.end_ns = end;
   r.name = intern(e.name);
   r.tid = static_cast<uint32_t>(e.tid);
-  if (e.cat == "gpu_user_annotation")
+  if (e.category == Category::kGpuUserAnnotation)
     gpu_steps_.push_back(r);
   else
     trace_.ranges.push_back(r);
@@ -376,6 +405,7 @@ void RankTraceBuilder::drop_anonymous_calls() {
 
 model::RankTrace RankTraceBuilder::finish() {
   if (trace_.info.rank < 0) trace_.info.rank = trace_rank_;
+  promote_annotations();
   sort_kernels();
   std::stable_sort(ops_.begin(), ops_.end(),
                    [](const CommOp& a, const CommOp& b) { return a.enter_ns < b.enter_ns; });
@@ -397,6 +427,8 @@ model::RankTrace RankTraceBuilder::finish() {
                 [&](const model::LaunchEvent& l) { return !gpu_corr.count(l.correlation); });
   std::stable_sort(trace_.launches.begin(), trace_.launches.end(),
                    [](const auto& a, const auto& b) { return a.enter_ns < b.enter_ns; });
+  // Communication kernels no collective op launched (DeepEP, custom all-reduce, ...) get calls.
+  kernels::add_kernel_calls(trace_);
   merge_gpu_steps();
   std::stable_sort(trace_.ranges.begin(), trace_.ranges.end(),
                    [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });

@@ -58,6 +58,7 @@ class RankTraceBuilder {
     int64_t start_ns = 0;
     int64_t end_ns = 0;
     int64_t tid = 0;
+    int64_t external_id = -1;
     std::string name;
   };
   struct Hash {
@@ -66,6 +67,8 @@ class RankTraceBuilder {
   };
 
   uint32_t intern(std::string_view s);
+  model::CommFamily family_of_name(uint32_t name);  // classified once per distinct name
+  void promote_annotations();
   void sort_kernels();
   void link_kernels_to_calls();
   void describe_calls();
@@ -76,6 +79,7 @@ class RankTraceBuilder {
 
   model::RankTrace trace_;
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> name_ids_;
+  std::vector<model::CommFamily> family_of_name_;  // by name id; kCount = not classified yet
   std::vector<model::KernelEvent> kernels_;
   std::vector<int64_t> kernel_external_;  // External id per kernels_ entry
   std::vector<CommOp> ops_;

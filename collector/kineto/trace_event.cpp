@@ -81,11 +81,65 @@ bool get_ranks(value v, std::string_view& out, std::string& storage) {
   return true;
 }
 
+// A tid: a number, a numeric string, or "stream 7" (PyTorch 1.8-1.9 name GPU tracks so). The
+// value is read once (simdjson's on-demand values are consumed by reading).
+bool get_tid(value v, int64_t& out) {
+  json_type type;
+  if (v.type().get(type) != simdjson::SUCCESS) return false;
+  if (type != json_type::string) return get_int(v, out);
+  std::string_view s;
+  if (v.get_string().get(s) != simdjson::SUCCESS) return false;
+  constexpr std::string_view kStream = "stream ";
+  if (s.substr(0, kStream.size()) == kStream) s.remove_prefix(kStream.size());
+  if (s.empty() || s.size() > 18) return false;
+  int64_t n = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    n = n * 10 + (c - '0');
+  }
+  out = n;
+  return true;
+}
+
 bool get_time(value v, int64_t& ns) {
   return parse_us_to_ns(v.raw_json_token(), ns);
 }
 
+bool equals_nocase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    char c = a[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c != b[i]) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+Category category_of(std::string_view cat) {
+  struct Name {
+    std::string_view name;  // lower case
+    Category category;
+  };
+  static constexpr Name kNames[] = {
+      {"kernel", Category::kKernel},
+      {"gpu_memcpy", Category::kMemcpy},
+      {"memcpy", Category::kMemcpy},
+      {"gpu_memset", Category::kMemset},
+      {"memset", Category::kMemset},
+      {"cuda_runtime", Category::kRuntime},
+      {"runtime", Category::kRuntime},
+      {"cuda_driver", Category::kDriver},
+      {"cpu_op", Category::kCpuOp},
+      {"operator", Category::kCpuOp},
+      {"user_annotation", Category::kUserAnnotation},
+      {"gpu_user_annotation", Category::kGpuUserAnnotation},
+  };
+  for (const Name& n : kNames)
+    if (equals_nocase(cat, n.name)) return n.category;
+  return Category::kOther;
+}
 
 bool parse_us_to_ns(std::string_view token, int64_t& ns) {
   constexpr uint64_t kMaxUs = static_cast<uint64_t>(INT64_MAX) / 1000 - 1;
@@ -154,7 +208,7 @@ bool TraceEventParser::parse(std::string_view json, TraceEvent& out) {
     if (key.size() == 2 && key == "ph") {
       get_str(v, out.ph);
     } else if (key == "cat") {
-      get_str(v, out.cat);
+      if (get_str(v, out.cat)) out.category = category_of(out.cat);
     } else if (key == "name") {
       get_str(v, out.name);
     } else if (key == "ts") {
@@ -165,7 +219,7 @@ bool TraceEventParser::parse(std::string_view json, TraceEvent& out) {
     } else if (key == "pid") {
       get_int(v, out.pid);
     } else if (key == "tid") {
-      get_int(v, out.tid);
+      get_tid(v, out.tid);
     } else if (key == "args") {
       if (!parse_args(v, out)) return false;
     }
@@ -205,7 +259,7 @@ bool TraceEventParser::parse_args(value args, TraceEvent& out) {
         if (key == "Group size") get_int(v, out.group_size);
         break;
       case 11:
-        if (key == "External id")
+        if (key == "External id" || key == "external id")
           get_int(v, out.external_id);
         else if (key == "correlation")
           get_int(v, out.correlation);

@@ -10,9 +10,26 @@
 
 namespace ncclwatch::kineto {
 
+// What an event's "cat" says, told case-insensitively and with PyTorch 1.8-1.9's names mapped
+// to today's: Kernel -> kernel, Memcpy -> gpu_memcpy, Memset -> gpu_memset, Runtime ->
+// cuda_runtime, Operator -> cpu_op.
+enum class Category : uint8_t {
+  kOther = 0,
+  kKernel,
+  kMemcpy,
+  kMemset,
+  kRuntime,  // cuda_runtime / Runtime
+  kDriver,   // cuda_driver
+  kCpuOp,    // cpu_op / Operator
+  kUserAnnotation,
+  kGpuUserAnnotation,
+};
+Category category_of(std::string_view cat);
+
 struct TraceEvent {
   std::string_view ph;
   std::string_view cat;
+  Category category = Category::kOther;
   std::string_view name;
   int64_t ts_ns = 0;
   int64_t dur_ns = 0;
@@ -22,9 +39,9 @@ struct TraceEvent {
   bool bad_ts = false;
   bool bad_dur = false;
   int64_t pid = -1;  // -1 when not a number (Kineto writes "Spans", "Traces", ...)
-  int64_t tid = -1;
+  int64_t tid = -1;  // a number, or the N of "stream N" (GPU tracks in PyTorch 1.8-1.9)
   // args (only the keys the reader uses; -1 / empty when absent)
-  int64_t external_id = -1;
+  int64_t external_id = -1;  // "External id" ("external id" before PyTorch 1.10)
   int64_t correlation = -1;
   int64_t device = -1;
   int64_t stream = -1;

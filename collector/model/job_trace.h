@@ -18,6 +18,9 @@ struct JobTrace {
   std::string job;
   std::vector<RankTrace> ranks;  // sorted by global rank (unknown ranks last)
   std::vector<InputProblem> problems;
+  // What a reader did that the report's reader should know and that is no problem with the
+  // input (how ranks were numbered, what a conversion left out): info lines in the report.
+  std::vector<InputProblem> notes;
 };
 
 }  // namespace ncclwatch::model

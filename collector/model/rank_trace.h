@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/comm_family.h"
 #include "model/losses.h"
 #include "ncclwatch/format.h"
 
@@ -67,7 +68,10 @@ struct KernelEvent {
   uint64_t bytes = 0;  // memcpy/memset bytes
   int16_t device = -1;
   format::ActivityKind kind = format::ActivityKind::kKernel;
-  bool nccl = false;  // an NCCL kernel (communication)
+  // A communication kernel: NCCL's, or any family of collector/kernels/comm_kernel_table (the
+  // analyses count all of them as communication; the name is kept from when only NCCL's were).
+  bool nccl = false;
+  CommFamily family = CommFamily::kNone;  // whose communication kernel (kNone: compute)
 };
 
 // Host side of a kernel launch (runtime/driver launch API).
@@ -107,6 +111,9 @@ struct CommInfo {
   Func created_by = Func::kUnknown;
   int64_t created_ns = 0;
   std::string name;  // process-group name where the source knows it (Kineto)
+  // Calls made from communication kernels no host call launched (collector/kernels): their seq
+  // is the kernel's place on its stream, aligned across ranks when the job is loaded.
+  bool from_kernels = false;
 };
 
 enum class TimingSource : uint8_t {
@@ -114,6 +121,7 @@ enum class TimingSource : uint8_t {
   kCupti = 1,     // kernels through CUPTI
   kEvents = 2,    // collectives through CUDA events (lite mode)
   kKineto = 3,    // a PyTorch-profiler trace
+  kNsys = 4,      // an Nsight Systems export (SQLite)
 };
 
 enum class KernelScope : uint8_t { kAll = 0, kNcclOnly = 1, kSampled = 2 };
@@ -134,6 +142,8 @@ constexpr const char* timing_name(TimingSource t) {
       return "cuda-events";
     case TimingSource::kKineto:
       return "kineto";
+    case TimingSource::kNsys:
+      return "nsys";
     case TimingSource::kHostOnly:
       break;
   }

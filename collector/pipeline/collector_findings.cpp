@@ -228,6 +228,28 @@ void clock_findings(const model::ClockAlignment& clock, model::Report& report) {
                       : std::string()));
 }
 
+// Which families of communication kernels the job ran, when any is not NCCL's: the analyses
+// count them all as communication, and the reader should know which kernels those were.
+void comm_kernel_findings(const model::JobTrace& job, model::Report& report) {
+  const auto counts = comm_kernel_counts(job);
+  bool other = false;
+  for (const auto& c : counts) other = other || c.family != model::CommFamily::kNccl;
+  if (!other) return;
+  std::string list;
+  for (const auto& c : counts)
+    list +=
+        fmt::format("{}{} {} kernels on {} rank{}", list.empty() ? "" : ", ",
+                    model::comm_family_name(c.family), c.kernels, c.ranks, c.ranks == 1 ? "" : "s");
+  add(report, Severity::kInfo,
+      fmt::format("communication kernels: {} — all count as communication (overlap, breakdown, "
+                  "pattern); the families are listed in docs/inputs.md",
+                  list));
+}
+
+void note_findings(const model::JobTrace& job, model::Report& report) {
+  for (const auto& n : job.notes) add(report, Severity::kInfo, model::problem_line(n));
+}
+
 }  // namespace
 
 void add_collector_findings(const model::JobTrace& job, const model::MatchResult& match,
@@ -238,6 +260,8 @@ void add_collector_findings(const model::JobTrace& job, const model::MatchResult
   rank_findings(job, report);
   clock_findings(clock, report);
   add_loss_finding(job, report);
+  comm_kernel_findings(job, report);
+  note_findings(job, report);
   uint64_t instances = 0, incomplete = 0, desyncs = 0;
   for (const auto& c : match.comms) {
     instances += c.instances;

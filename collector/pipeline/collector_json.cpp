@@ -101,6 +101,16 @@ void add_collector_json(const model::JobTrace& job, const model::MatchResult& ma
   for (const auto& p : job.problems)
     problems.push_back({{"source", p.source}, {"message", p.message}});
   j["problems"] = problems;
+  json notes = json::array();
+  for (const auto& n : job.notes) notes.push_back({{"source", n.source}, {"message", n.message}});
+  j["notes"] = notes;
+  json families = json::array();
+  for (const auto& c : comm_kernel_counts(job)) {
+    families.push_back({{"family", model::comm_family_name(c.family)},
+                        {"kernels", c.kernels},
+                        {"ranks", c.ranks}});
+  }
+  j["comm_kernels"] = families;
   // Filled by the analyses and the topology check when they run; present (empty) either way so
   // that consumers can rely on the keys.
   if (!j.contains("overlap")) j["overlap"] = json::array();

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "model/clock_alignment.h"
 #include "model/job_trace.h"
@@ -43,6 +44,15 @@ void add_loss_json(const model::JobTrace& job, model::Report& report);
 std::string losses_table(const model::JobTrace& job);
 nlohmann::json losses_json(const model::Losses& losses);
 std::string describe_losses(const model::Losses& losses);  // "ring full 12 records; ..."
+
+// Communication kernels per family over the job (families in enum order, only those present):
+// the info line when a family other than NCCL ran, and JSON `comm_kernels`.
+struct CommKernelCount {
+  model::CommFamily family = model::CommFamily::kNone;
+  uint64_t kernels = 0;
+  uint32_t ranks = 0;  // ranks that ran at least one
+};
+std::vector<CommKernelCount> comm_kernel_counts(const model::JobTrace& job);
 
 inline constexpr int kSchemaVersion = 1;
 

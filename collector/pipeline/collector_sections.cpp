@@ -134,4 +134,26 @@ void add_input_problems_section(const model::JobTrace& job, model::Report& repor
   report.sections.push_back({"Input problems", body});
 }
 
+std::vector<CommKernelCount> comm_kernel_counts(const model::JobTrace& job) {
+  constexpr auto kFamilies = static_cast<std::size_t>(model::CommFamily::kCount);
+  std::vector<CommKernelCount> counts(kFamilies);
+  for (const auto& r : job.ranks) {
+    std::vector<bool> seen(kFamilies, false);
+    for (const auto& k : r.kernels) {
+      const auto f = static_cast<std::size_t>(k.family);
+      if (!k.nccl || f == 0 || f >= kFamilies) continue;
+      ++counts[f].kernels;
+      if (!seen[f]) ++counts[f].ranks;
+      seen[f] = true;
+    }
+  }
+  std::vector<CommKernelCount> present;
+  for (std::size_t f = 1; f < kFamilies; ++f) {
+    if (counts[f].kernels == 0) continue;
+    counts[f].family = static_cast<model::CommFamily>(f);
+    present.push_back(counts[f]);
+  }
+  return present;
+}
+
 }  // namespace ncclwatch::pipeline

@@ -12,6 +12,9 @@
 
 #include "kineto/kineto_loader.h"
 #include "ncclwatch/format.h"
+#include "nsys/nsys_loader.h"
+#include "nsys/nsys_rep.h"
+#include "nsys/sqlite_file.h"
 #include "trace/job_loader.h"
 
 namespace ncclwatch::pipeline {
@@ -19,7 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum class Content { kNcclwatchTrace, kKinetoLike, kOther, kUnreadable };
+enum class Content { kNcclwatchTrace, kKinetoLike, kSqlite, kOther, kUnreadable };
 
 // What the first bytes of `path` say. Only a regular file is read (a FIFO or a device never is).
 // kUnreadable (and `error`, the errno) when it cannot be opened.
@@ -39,6 +42,7 @@ Content sniff(const std::string& path, int* error = nullptr) {
   uint64_t magic = 0;
   if (size >= sizeof magic) std::memcpy(&magic, head, sizeof magic);
   if (magic == format::kTraceMagic) return Content::kNcclwatchTrace;
+  if (nsys::has_sqlite_magic(head, size)) return Content::kSqlite;  // an nsys export
   // gzip: a Kineto .json.gz (ncclwatch never compresses its traces; the Kineto loader checks
   // what is inside).
   if (size >= 2 && head[0] == 0x1f && head[1] == 0x8b) return Content::kKinetoLike;
@@ -57,7 +61,7 @@ bool kineto_name(const fs::path& p) {
 // Entries are looked at without following symlinks (the loaders skip those too).
 std::optional<InputKind> directory_kind(const std::string& dir, std::string& error) {
   std::error_code ec;
-  bool kineto = false, trace_names = false;
+  bool kineto = false, trace_names = false, nsys_files = false;
   fs::directory_iterator it(dir, ec);
   if (ec) {
     error = fmt::format("{}: cannot read the directory: {}", dir, ec.message());
@@ -69,15 +73,25 @@ std::optional<InputKind> directory_kind(const std::string& dir, std::string& err
     const Content c = sniff(it->path().string());
     if (c == Content::kNcclwatchTrace) return InputKind::kNcclwatch;
     kineto = kineto || (c == Content::kKinetoLike && kineto_name(it->path()));
+    nsys_files = nsys_files || c == Content::kSqlite || nsys::is_report_name(it->path().string());
     trace_names = trace_names || it->path().extension() == ".trace";
   }
   if (kineto) return InputKind::kKineto;
+  if (nsys_files) return InputKind::kNsys;
   if (trace_names) return InputKind::kNcclwatch;
   return std::nullopt;
 }
 
 const char* kind_name(InputKind kind) {
-  return kind == InputKind::kNcclwatch ? "an ncclwatch trace directory" : "Kineto traces";
+  switch (kind) {
+    case InputKind::kNcclwatch:
+      return "an ncclwatch trace directory";
+    case InputKind::kKineto:
+      return "Kineto traces";
+    case InputKind::kNsys:
+      break;
+  }
+  return "Nsight Systems exports";
 }
 
 }  // namespace
@@ -106,7 +120,7 @@ std::optional<JobInput> detect_job_input(const std::vector<std::string>& paths,
       if (!kind) {
         error = fmt::format(
             "no rank traces in {}: neither ncclwatch trace files nor Kineto traces (.json, "
-            ".json.gz) in it",
+            ".json.gz) nor Nsight Systems exports (.sqlite, .nsys-rep) in it",
             path);
         return std::nullopt;
       }
@@ -121,19 +135,25 @@ std::optional<JobInput> detect_job_input(const std::vector<std::string>& paths,
         error = fmt::format("{} is one rank's ncclwatch trace: give its directory", path);
         return std::nullopt;
       }
-      if (c != Content::kKinetoLike) {
+      if (c == Content::kSqlite || (c == Content::kOther && nsys::is_report_name(path))) {
+        kind = InputKind::kNsys;
+      } else if (c == Content::kKinetoLike) {
+        kind = InputKind::kKineto;
+      } else {
         error = fmt::format(
-            "{}: not an ncclwatch trace directory nor a Kineto trace (a JSON object, or gzip)",
+            "{}: not an ncclwatch trace directory nor a Kineto trace (a JSON object, or gzip), "
+            "nor an Nsight Systems export (SQLite) or report (.nsys-rep)",
             path);
         return std::nullopt;
       }
-      kind = InputKind::kKineto;
     }
     if (i == 0) {
       input.kind = *kind;
     } else if (*kind != input.kind || input.kind == InputKind::kNcclwatch) {
-      error = fmt::format("{} is {}, {} is {}: give one trace directory, or Kineto traces only",
-                          paths[0], kind_name(input.kind), path, kind_name(*kind));
+      error = fmt::format(
+          "{} is {}, {} is {}: give one trace directory, or Kineto traces only, or Nsight "
+          "Systems exports only",
+          paths[0], kind_name(input.kind), path, kind_name(*kind));
       return std::nullopt;
     }
     input.paths.push_back(path);
@@ -142,6 +162,7 @@ std::optional<JobInput> detect_job_input(const std::vector<std::string>& paths,
 }
 
 model::JobTrace load_job_input(const JobInput& input, const JobLoadSettings& settings) {
+  if (input.kind == InputKind::kNsys) return nsys::load_job(input.paths);
   if (input.kind == InputKind::kKineto) {
     kineto::LoadLimits limits;
     limits.max_inflate_ratio = settings.max_inflate_ratio;

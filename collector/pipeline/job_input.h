@@ -1,7 +1,8 @@
-// What `ncclwatch report` reads, and the one way it loads it: an ncclwatch trace directory or
-// PyTorch-profiler (Kineto) traces, told apart by what the files hold (the trace magic of
-// format.h; a gzip stream or a JSON object), never by their names alone. Both loaders give the
-// same model::JobTrace, with their input problems in JobTrace::problems.
+// What `ncclwatch report` reads, and the one way it loads it: an ncclwatch trace directory,
+// PyTorch-profiler (Kineto) traces or Nsight Systems exports, told apart by what the files hold
+// (the trace magic of format.h; a gzip stream or a JSON object; SQLite's magic), never by their
+// names alone — except .nsys-rep reports, nsys' own format, known by their name. Every loader
+// gives the same model::JobTrace, with its input problems in JobTrace::problems.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@ namespace ncclwatch::pipeline {
 enum class InputKind {
   kNcclwatch,  // a directory of ncclwatch trace files (trace::load_job)
   kKineto,     // Kineto trace files, or directories of them (kineto::load_job)
+  kNsys,       // Nsight Systems SQLite exports or .nsys-rep reports (nsys::load_job)
 };
 
 struct JobInput {
@@ -26,8 +28,9 @@ struct JobInput {
 
 // The kind of `paths`, from their content. A directory is ncclwatch's when a file in it has the
 // trace magic, Kineto's when a .json / .json.gz in it is a gzip stream or a JSON object (the
-// files the Kineto loader reads), and ncclwatch's when it only has *.trace names with neither
-// (that loader then says what is wrong with each). nullopt with `error` set when a path is
+// files the Kineto loader reads), Nsight Systems' when a file in it is a SQLite database or an
+// .nsys-rep report, and ncclwatch's when it only has *.trace names with none of these (that
+// loader then says what is wrong with each). nullopt with `error` set when a path is
 // missing, holds neither kind, is a single ncclwatch trace file, or the paths mix the kinds.
 std::optional<JobInput> detect_job_input(const std::vector<std::string>& paths, std::string& error);
 

@@ -111,7 +111,9 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
         std::fprintf(err, "ncclwatch: %s: %s\n", p.source.c_str(), p.message.c_str());
       std::fprintf(err, "ncclwatch: no rank traces%s in %s\n",
                    req.job.empty() ? "" : (" of job " + req.job).c_str(),
-                   ncclwatch_traces ? input->paths[0].c_str() : "the Kineto files");
+                   ncclwatch_traces                    ? input->paths[0].c_str()
+                   : input->kind == InputKind::kKineto ? "the Kineto files"
+                                                       : "the Nsight Systems exports");
       return ReportStatus::kError;
     }
     PipelineOptions options;

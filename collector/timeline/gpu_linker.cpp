@@ -15,6 +15,12 @@ using model::CallEvent;
 using model::KernelEvent;
 using model::RankTrace;
 
+// NCCL's own kernels (a communication kernel without a family is NCCL's, as every reader
+// flagged them before the other families were known).
+bool runs_nccl_calls(const KernelEvent& k) {
+  return k.nccl && (k.family == model::CommFamily::kNccl || k.family == model::CommFamily::kNone);
+}
+
 bool wants_gpu(const CallEvent& c) {
   return format::is_collective(c.func) || format::is_p2p(c.func);
 }
@@ -139,7 +145,7 @@ class GpuLinker {
             linked_[c] = true;
           }
         }
-      } else {
+      } else if (runs_nccl_calls(t_.kernels[k])) {
         orphans_[l.stream].push_back(k);
       }
     }
@@ -173,7 +179,9 @@ class GpuLinker {
   // can name, paired in order with the calls on that stream still without GPU time.
   void pair_by_stream_order() {
     for (std::size_t k = 0; k < t_.kernels.size(); ++k) {
-      if (kernel_claimed_[k] || !t_.kernels[k].nccl) continue;
+      // Only NCCL's own kernels run NCCL calls: a DeepEP or custom all-reduce kernel on the
+      // same stream is communication, but no NCCL call's.
+      if (kernel_claimed_[k] || !runs_nccl_calls(t_.kernels[k])) continue;
       auto s = stream_of_cupti_id_.find(t_.kernels[k].stream);
       if (s != stream_of_cupti_id_.end()) orphans_[s->second].push_back(k);
     }
@@ -211,7 +219,7 @@ class GpuLinker {
       if (wants_gpu(t_.calls[c]) && !t_.calls[c].has_gpu()) ++stats_.calls_without_gpu;
     }
     for (const auto& k : t_.kernels) {
-      if (k.nccl && k.call < 0) ++stats_.nccl_kernels_without_call;
+      if (runs_nccl_calls(k) && k.call < 0) ++stats_.nccl_kernels_without_call;
     }
   }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "kernels/comm_kernel_table.h"
 #include "trace/record_check.h"
 #include "trace/record_names.h"
 #include "trace/trace_header_check.h"
@@ -322,6 +323,23 @@ void RankBuilder::resolve_in_flight() {
   }
 }
 
+// Communication kernels: NCCL's as the shim flagged them, the other families of the table by
+// name (classified once per name).
+void RankBuilder::classify_kernels() {
+  std::vector<model::CommFamily> family_of(trace_.names.size(), model::CommFamily::kCount);
+  for (auto& k : trace_.kernels) {
+    if (k.nccl) {
+      k.family = model::CommFamily::kNccl;
+      continue;
+    }
+    if (k.kind != format::ActivityKind::kKernel || k.name >= family_of.size()) continue;
+    model::CommFamily& f = family_of[k.name];
+    if (f == model::CommFamily::kCount) f = kernels::classify_kernel(trace_.name_of(k.name)).family;
+    k.family = f;
+    k.nccl = f != model::CommFamily::kNone;
+  }
+}
+
 model::RankTrace RankBuilder::finish(std::vector<model::InputProblem>& problems) {
   auto& info = trace_.info;
   info.records = index_;
@@ -363,6 +381,7 @@ model::RankTrace RankBuilder::finish(std::vector<model::InputProblem>& problems)
   };
   for (auto& k : trace_.kernels) k.name = intern(k.name);
   for (auto& rg : trace_.ranges) rg.name = intern(rg.name);
+  classify_kernels();
   if (strings_.incomplete() != 0)
     say(fmt::format("{} name(s) incomplete (string chunks missing)", strings_.incomplete()));
 

@@ -35,6 +35,7 @@ class RankBuilder {
   model::RankTrace finish(std::vector<model::InputProblem>& problems);
 
  private:
+  void classify_kernels();
   void add_one(const format::Record& record);
   // One per record kind that becomes part of the model (add_one dispatches).
   void add_call(const format::CallRecord& call);

@@ -1,7 +1,8 @@
 // `ncclwatch report DIR|KINETO... [--job ID] [--json FILE] [--html FILE] [--trace FILE
 // [--steps A:B]] [--kineto FILE...] [--nccl-log FILE...]`: the report of a finished (or salvaged)
-// job from its trace directory, or from PyTorch-profiler traces (told apart by content, or
-// forced with --kineto); --trace also writes the merged timeline (collector/export).
+// job from its trace directory, or from PyTorch-profiler traces or Nsight Systems exports (told
+// apart by content; Kineto forced with --kineto); --trace also writes the merged timeline
+// (collector/export).
 #include <memory>
 
 #include "command.h"
@@ -16,8 +17,9 @@ ncclwatch::tools::Command report_command{
       CLI::App* sub =
           app.add_subcommand("report", "Merge a job's rank traces and print the report");
       sub->add_option("inputs", req->inputs,
-                      "Trace directory (NCCLWATCH_DIR of the job), or PyTorch-profiler (Kineto) "
-                      "trace files / directories: the kind is told from the content");
+                      "Trace directory (NCCLWATCH_DIR of the job), PyTorch-profiler (Kineto) "
+                      "traces or Nsight Systems exports (.sqlite, .nsys-rep), files or "
+                      "directories: the kind is told from the content");
       sub->add_option("--job", req->job, "Job id, when the directory holds several jobs");
       sub->add_option("--json", req->json_path,
                       "Also write the report as JSON (docs/report-schema.md)");

@@ -145,6 +145,23 @@ TEST(GpuLinker, NonBlockingLaunchesPairInOrderOnTheirStream) {
   EXPECT_EQ(t.kernels[2].call, 2);
 }
 
+// A DeepEP kernel on the stream of NCCL calls is communication, but runs no NCCL call: the
+// unlinked NCCL kernel after it is the call's.
+TEST(GpuLinker, OtherCommunicationFamiliesAreNotPairedWithNcclCalls) {
+  RankTrace t;
+  t.calls = {call(Func::kAllReduce, 7, 0, 0x100, 1000)};
+  t.kernels = {kernel(1100, 1150, 61, 3), kernel(1200, 1400, 0, 3)};
+  t.kernels[0].family = model::CommFamily::kDeepEp;
+  t.kernels[1].family = model::CommFamily::kNccl;
+  t.links = {link(Func::kUnknown, 0, 0, 0, 0x100, 61, 1050)};  // names the stream
+  auto s = link_calls_to_gpu(t);
+  EXPECT_EQ(s.by_order, 1u);
+  EXPECT_EQ(t.calls[0].gpu_start_ns, 1200);
+  EXPECT_EQ(t.kernels[0].call, -1);
+  EXPECT_EQ(t.kernels[1].call, 0);
+  EXPECT_EQ(s.nccl_kernels_without_call, 0u);
+}
+
 TEST(GpuLinker, KernelNeverPairedWithALaterCall) {
   RankTrace t;
   t.calls = {call(Func::kAllReduce, 7, 0, 0x100, 5000)};
