@@ -80,8 +80,11 @@ void number_unknown_ranks(model::JobTrace& job) {
     while (taken.count(next)) ++next;
     model::RankTrace& r = *unknown[i];
     r.info.rank = next++;
+    // Its comms without a process group (unnamed, or the order lanes of rank_builder.cpp) are
+    // the world's: its place in them is its rank.
     for (auto& c : r.comms)
-      if (c.rank < 0 && c.name.empty()) c.rank = r.info.rank;
+      if (c.rank < 0 && (c.name.empty() || c.name.rfind("(no process group)", 0) == 0))
+        c.rank = r.info.rank;
     if (i < 8) list += fmt::format("{}{} = rank {}", i ? ", " : "", r.info.source, r.info.rank);
   }
   if (unknown.size() > 8) list += fmt::format(" and {} more", unknown.size() - 8);

@@ -29,19 +29,24 @@ struct Finding {
   std::optional<FindingCost> cost = std::nullopt;  // none: not a time figure (data, topology)
 };
 
-// The order every renderer lists findings in (text, JSON, HTML page): by severity, critical
-// first; within one severity, first the findings about the data itself (source "collector" or
-// "hang": what was lost or is missing qualifies every figure after it), then those with a cost,
-// largest first, then the rest; ties in the order written.
+// The order every renderer lists findings in (text, JSON, HTML page): critical first of all, then
+// a demo's "simulated" line (no figure after it is real), then by severity; within one
+// severity, first the findings about the data itself (source "collector", "hang" or "nccl": what
+// was lost or is missing, or what NCCL itself warned of, qualifies every figure after it), then
+// those with a cost, largest first, then the rest; ties in the order written.
 inline std::vector<const Finding*> ordered_findings(const std::vector<Finding>& findings) {
   std::vector<const Finding*> out;
   out.reserve(findings.size());
   for (const Finding& f : findings) out.push_back(&f);
   const auto group = [](const Finding* f) {
-    if (f->source == "collector" || f->source == "hang") return 0;
+    if (f->source == "collector" || f->source == "hang" || f->source == "nccl") return 0;
     return f->cost ? 1 : 2;
   };
   std::stable_sort(out.begin(), out.end(), [&](const Finding* a, const Finding* b) {
+    const auto tier = [](const Finding* f) {
+      return f->severity == Severity::kCritical ? 0 : f->source == "demo" ? 1 : 2;
+    };
+    if (tier(a) != tier(b)) return tier(a) < tier(b);
     if (a->severity != b->severity) return a->severity > b->severity;
     if (group(a) != group(b)) return group(a) < group(b);
     return group(a) == 1 && a->cost->pct > b->cost->pct;  // both have a cost

@@ -182,6 +182,21 @@ TEST(FirstScreen, OneNumberPerFigureWhereverItIsPrinted) {
       << pattern->text;
   EXPECT_NEAR(std::stod(m[1]), wait_pct, 0.51);
 
+  // Exposed communication: the overlap line, the overlap summary and the step breakdown (its
+  // exposed wait + exposed transfer) give the same share of the step.
+  const double exposed_pct = 100.0 * j["overlap_analysis"]["exposed_us_per_step"].get<double>() /
+                             j["overlap_analysis"]["step_us"].get<double>();
+  EXPECT_GT(exposed_pct, 0);
+  double bd_exposed = 0;
+  for (const json& b : j["breakdown"])
+    bd_exposed += b["exposed_wait_us"].get<double>() + b["exposed_transfer_us"].get<double>();
+  EXPECT_NEAR(100.0 * bd_exposed / bd_step, exposed_pct, 0.5);
+  const model::Finding* overlap = finding(r, "overlap");
+  ASSERT_NE(overlap, nullptr);
+  ASSERT_TRUE(std::regex_search(overlap->text, m, std::regex(R"(\(([0-9]+)% of a )")))
+      << overlap->text;
+  EXPECT_NEAR(std::stod(m[1]), exposed_pct, 0.51) << overlap->text;
+
   // Cause: one vocabulary — the page shows the finding's own words.
   EXPECT_EQ(s["cause"], "gpu-slow");
   const std::string words = s["cause_text"];
