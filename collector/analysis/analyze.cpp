@@ -13,9 +13,12 @@
 #include "analysis/step_breakdown.h"
 #include "analysis/step_breakdown_report.h"
 #include "analysis/step_plan.h"
+#include "analysis/step_swimlane.h"
 #include "analysis/straggler_report.h"
 #include "analysis/straggler_verdict.h"
+#include "analysis/utilization_curve.h"
 #include "analysis/utilization_pattern.h"
+#include "analysis/utilization_report.h"
 #include "trace/parallel_for.h"
 
 namespace ncclwatch::analysis {
@@ -77,19 +80,24 @@ void analyze(const model::JobTrace& job, const model::MatchResult& match,
   StragglerResult stragglers;
   std::vector<BucketRow> buckets;
   std::vector<CrossNodeComm> cross_node;
+  std::vector<const StepPlan*> plan_of;  // each rank's plan, now held by its RankOverlap
+  plan_of.reserve(n);
+  for (const RankOverlap& o : overlaps) plan_of.push_back(&o.plan);
   trace::parallel_for(2, workers, [&](std::size_t task) {
     if (task == 0) {
       stragglers = StragglerResult::of(job, match, clocks, arrivals, overlaps, workers);
       return;
     }
     buckets = BucketTable::of(job, overlaps, activities);
-    std::vector<const StepPlan*> plans;
-    plans.reserve(n);
-    for (const RankOverlap& o : overlaps) plans.push_back(&o.plan);
-    cross_node = CrossNodeComm::find(job, activities, plans);
+    cross_node = CrossNodeComm::find(job, activities, plan_of);
   });
   support.gate(stragglers.stragglers);
   const PatternVerdict verdict = PatternVerdict::judge(job, breakdowns, stragglers);
+  // The shape behind the verdict, drawn: the curve, its sparkline, one step on every rank.
+  const UtilizationCurve curve =
+      UtilizationCurve::of(job, clocks, activities, plan_of, verdict, stragglers, workers);
+  const std::vector<StepLanes> lanes =
+      StepSwimlanes::of(job, clocks, activities, plan_of, waits, stragglers);
 
   // Every finding carries its cost; the renderers order them by it (model::ordered_findings).
   StragglerReport::write(stragglers, support, report);
@@ -97,6 +105,7 @@ void analyze(const model::JobTrace& job, const model::MatchResult& match,
   OverlapReport::write(overlaps, buckets, stragglers, support,
                        largest_cost(stragglers, verdict, overlaps), report);
   StepBreakdownReport::write(breakdowns, std::move(breakdown_rows), support, report);
+  UtilizationReport::write(curve, lanes, report);
 }
 
 }  // namespace ncclwatch::analysis

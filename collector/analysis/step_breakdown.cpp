@@ -117,6 +117,7 @@ RankBreakdown StepBreakdownAnalysis::of_rank(const model::RankTrace& rank, std::
     s.index = i;
     s.window = w;
     s.warmup = r.steps_found && i < plan.warmup;
+    s.partial = r.steps_found && plan.last_partial && i + 1 == plan.steps.size();
     StepTimes& t = s.times;
     t.step_ns = w.length();
     if (r.basis == BreakdownBasis::kGpu) {

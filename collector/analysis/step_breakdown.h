@@ -71,6 +71,7 @@ struct StepBreakdown {
   Interval window;  // rank clock
   bool warmup = false;
   bool sampled = true;  // compute kernels recorded over its whole window (NCCLWATCH_KERNELS)
+  bool partial = false;  // StepPlan::last_partial: the last step, missing its tail
   StepTimes times;
 };
 

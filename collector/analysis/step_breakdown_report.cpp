@@ -41,6 +41,7 @@ class ObjectBuilder {
 struct StepIds {
   std::size_t step = 0, last_step = 0, merged_steps = 0;
   bool warmup = false;
+  bool partial = false;  // written only when true (one unmerged step: the last, partial)
   double step_us_max = 0;
   bool has_max = false;
   int sampled = -1;  // a sampled rank's entry: 1 when compute was recorded in it (-1: no key)
@@ -66,6 +67,7 @@ nlohmann::json times_json(const StepTimes& t, BreakdownBasis basis, std::size_t 
     if (ids) j.add("last_step", ids->last_step);
     j.add("memcpy_us", mean(t.memcpy_ns));
     if (ids) j.add("merged_steps", ids->merged_steps);
+    if (ids && ids->partial) j.add("partial", true);
     if (ids && ids->sampled >= 0) j.add("sampled", ids->sampled == 1);
     j.add("smi_util_pct", pct(t.compute_ns + t.exposed_ns(), t.step_ns));
     if (ids) j.add("step", ids->step);
@@ -75,10 +77,9 @@ nlohmann::json times_json(const StepTimes& t, BreakdownBasis basis, std::size_t 
   } else {
     j.add("host_between_us", mean(t.host_between_ns))
         .add("host_in_nccl_us", mean(t.host_in_nccl_ns));
-    if (ids)
-      j.add("last_step", ids->last_step)
-          .add("merged_steps", ids->merged_steps)
-          .add("step", ids->step);
+    if (ids) j.add("last_step", ids->last_step).add("merged_steps", ids->merged_steps);
+    if (ids && ids->partial) j.add("partial", true);
+    if (ids) j.add("step", ids->step);
     j.add("step_us", mean(t.step_ns));
     if (ids && ids->has_max) j.add("step_us_max", ids->step_us_max);
   }
@@ -141,6 +142,7 @@ nlohmann::json StepBreakdownReport::per_step_json(const RankBreakdown& r, std::s
     ids.last_step = r.steps[last - 1].index + 1;
     ids.merged_steps = last - first;
     ids.warmup = r.steps[first].warmup;
+    ids.partial = last - first == 1 && r.steps[first].partial;
     ids.has_max = last - first > 1;
     ids.step_us_max = us(longest);
     return times_json(sum, r.basis, std::max<std::size_t>(1, r.sampled ? measured : last - first),

@@ -6,6 +6,8 @@
 #include <limits>
 #include <map>
 
+#include "model/median.h"
+
 namespace ncclwatch::analysis {
 namespace {
 
@@ -264,8 +266,15 @@ bool steps_from_ranges(const model::RankTrace& rank, StepPlan& plan) {
   // A step lasts until the next one starts: what happens between a range's end and the next
   // range's start (data loading before the "step" range is pushed, a host stall) belongs to the
   // loop's period, and leaving it out would hide exactly the idle time that explains a stall.
-  for (std::size_t i = 0; i + 1 < plan.steps.size(); ++i)
+  // The last step has no next one: it is partial when the others typically gained a gap of
+  // more than 2 % of their length that way.
+  std::vector<int64_t> gaps, lengths;
+  for (std::size_t i = 0; i + 1 < plan.steps.size(); ++i) {
+    gaps.push_back(plan.steps[i + 1].begin - plan.steps[i].end);
     plan.steps[i].end = plan.steps[i + 1].begin;
+    lengths.push_back(plan.steps[i].length());
+  }
+  plan.last_partial = !gaps.empty() && 50 * model::median(gaps) > model::median(lengths);
   plan.source = "ranges named like '" + example[best_key] + "'";
   return plan.steps.size() >= 2 || (plan.steps.size() == 1 && best_key == "profilerstep");
 }

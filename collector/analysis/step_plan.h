@@ -30,6 +30,12 @@ struct StepPlan {
   std::size_t calls_per_step = 0;
   bool from_gap_pattern = false;
 
+  // Steps from ranges last until the next range starts; the last one has no next and ends with
+  // its range: when the ranges leave gaps between them (the host's work before pushing the next
+  // range: data loading), the last step lacks that part and is not comparable to the others.
+  // Marked so that what draws steps (the HTML page) can leave it out; the analyses keep it.
+  bool last_partial = false;
+
   std::size_t steady_steps() const { return steps.size() > warmup ? steps.size() - warmup : 0; }
 };
 

@@ -27,6 +27,10 @@ struct Finding {
   std::string source;  // "collector", "overlap", "stragglers", "topology", ...
   std::string text;    // one line, numbers included
   std::optional<FindingCost> cost = std::nullopt;  // none: not a time figure (data, topology)
+  // Optional: a one-line chart shown under the text (the pattern verdict's: the job's
+  // utilization over a few steps), values 0..1 in time order, and what it shows.
+  std::vector<float> chart = {};
+  std::string chart_label = {};
 };
 
 // The order every renderer lists findings in (text, JSON, HTML page): critical first of all, then

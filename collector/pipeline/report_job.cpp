@@ -179,6 +179,7 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
     }
     report::TextOptions text_options;
     text_options.width = report::output_width(out);
+    text_options.unicode = req.unicode.value_or(report::locale_is_utf8());
     std::string text = report::render_text(report, text_options);
     std::fflush(err);
     const bool written = std::fwrite(text.data(), 1, text.size(), out) == text.size();

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct ReportRequest {
   // Not "" for a job of `ncclwatch demo`: the line that says the job is SIMULATED and what it
   // injects, the first info finding (text, JSON, page) and the JSON's "simulated".
   std::string simulated;
+  // The pattern finding's sparkline in Unicode blocks (true) or ASCII; unset: Unicode when the
+  // locale is UTF-8 (report::locale_is_utf8).
+  std::optional<bool> unicode;
 };
 
 // What report_job returns; the values are the CLI's exit codes (README, "Exit codes").

@@ -1,6 +1,8 @@
 #include "report/text_renderer.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -40,6 +42,33 @@ std::string wrap_prose(std::string_view body, std::size_t width) {
 
 }  // namespace
 
+std::string sparkline(const std::vector<float>& values, bool unicode) {
+  // Level 0 is a blank: a GPU at 0 % shows as a gap, the dip a verdict is about.
+  static const char* const kBlocks[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+  static const char kAscii[] = " .:-=+*#%@";
+  std::string out;
+  for (float v : values) {
+    const float c = std::clamp(v, 0.0f, 1.0f);
+    if (unicode) {
+      out += kBlocks[static_cast<int>(c * 8.0f + 0.5f)];
+    } else {
+      out += kAscii[static_cast<int>(c * 9.0f + 0.5f)];
+    }
+  }
+  return out;
+}
+
+bool locale_is_utf8() {
+  for (const char* name : {"LC_ALL", "LC_CTYPE", "LANG"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') continue;
+    std::string s(v);
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s.find("utf-8") != std::string::npos || s.find("utf8") != std::string::npos;
+  }
+  return false;
+}
+
 std::string render_text(const model::Report& report, const TextOptions& options) {
   const std::vector<const model::Finding*> sorted = model::ordered_findings(report.findings);
   std::string out;
@@ -47,6 +76,10 @@ std::string render_text(const model::Report& report, const TextOptions& options)
   for (std::size_t i = 0; i < shown; ++i) {
     const std::string head = fmt::format("{} [{}] ", tag(sorted[i]->severity), sorted[i]->source);
     out += wrap(head, sorted[i]->text, options.width, kContinuation);
+    if (!sorted[i]->chart.empty()) {
+      out += fmt::format("{}{} |{}|\n", kContinuation, sorted[i]->chart_label,
+                         sparkline(sorted[i]->chart, options.unicode));
+    }
   }
   if (sorted.size() > shown)
     out += fmt::format("... {} more findings in the JSON report\n", sorted.size() - shown);

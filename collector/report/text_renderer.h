@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "model/report.h"
 #include "report/text_wrap.h"  // output_width: the width to pass
@@ -18,6 +19,9 @@ struct TextOptions {
   // tables are left alone); 0: not wrapped. The JSON always has the whole texts.
   std::size_t width = 0;
   bool footer = true;             // the glossary line at the end
+  // A finding's chart (model::Finding::chart) as Unicode blocks (▁▂▃▄▅▆▇█); false: ASCII
+  // (" .:-=+*#%@"), for a terminal or locale that is not UTF-8.
+  bool unicode = true;
 };
 
 // The last line of the text report.
@@ -27,5 +31,12 @@ inline constexpr const char* kGlossaryFooter =
     "sources.";
 
 std::string render_text(const model::Report& report, const TextOptions& options = {});
+
+// One character per value (0..1): a sparkline in blocks, or ASCII.
+std::string sparkline(const std::vector<float>& values, bool unicode);
+
+// Whether the user's locale writes UTF-8 (LC_ALL, else LC_CTYPE, else LANG names a UTF-8
+// codeset); no locale set means "C": ASCII.
+bool locale_is_utf8();
 
 }  // namespace ncclwatch::report

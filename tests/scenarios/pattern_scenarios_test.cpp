@@ -36,6 +36,24 @@ std::string pattern_line(const Result& r) {
   return at == std::string::npos ? "" : r.log.substr(at, r.log.find('\n', at) - at);
 }
 
+// The sparkline under the pattern line, between its '|' (blocks or ASCII by the locale).
+std::string pattern_sparkline(const Result& r) {
+  const auto at = r.log.find("[pattern]");
+  if (at == std::string::npos) return "";
+  const auto line = r.log.find('\n', at) + 1;
+  const std::string next = r.log.substr(line, r.log.find('\n', line) - line);
+  if (next.find("         compute, steps ") != 0) return "";
+  const auto open = next.find('|'), close = next.rfind('|');
+  return close > open ? next.substr(open + 1, close - open - 1) : "";
+}
+
+// Runs of blanks (a GPU at 0 % compute) in a sparkline, not counting one at either end.
+std::size_t dips(const std::string& spark) {
+  std::size_t n = 0;
+  for (std::size_t i = 1; i < spark.size(); ++i) n += spark[i] == ' ' && spark[i - 1] != ' ';
+  return n;
+}
+
 TEST(PatternScenario, HealthyRunHasNoPatternWarning) {
   const Result r = run_scenario({kWorkload, {}, {}, kTwoHosts});
   EXPECT_EQ(r.report["pattern"]["row"], "healthy") << r.report["pattern"].dump() << r.log;
@@ -59,6 +77,8 @@ TEST(PatternScenario, DataLoaderSawtooth) {
                     {}});
   EXPECT_EQ(r.report["pattern"]["row"], "dataloader") << r.report["pattern"].dump() << r.log;
   EXPECT_NE(pattern_line(r).find("at the step boundary on every rank"), std::string::npos) << r.log;
+  // The sparkline of 4 steps shows the drop at each of their boundaries.
+  EXPECT_GE(dips(pattern_sparkline(r)), 3u) << r.log;
   for (const json& b : r.report["breakdown"]) {
     // Most of the 30 ms sleep (measured 27-35 ms on a loaded 2-core machine: the fake GPU's
     // kernel times and the host's sleeps do not line up to the ms).
@@ -131,6 +151,12 @@ TEST(PatternScenario, CheckpointEveryFourSteps) {
   EXPECT_EQ(r.report["pattern"]["row"], "checkpoint") << r.report["pattern"].dump() << r.log;
   EXPECT_EQ(r.report["pattern"]["spike_steps"], json({3, 7, 11}));
   EXPECT_EQ(r.report["pattern"]["period_steps"], 4);
+  // The sparkline holds checkpoint step 3 (steps 1-4): one long drop, the 60 ms stall.
+  const std::string spark = pattern_sparkline(r);
+  EXPECT_EQ(r.report["utilization"]["sparkline"]["first_step"], 1) << r.log;
+  std::size_t longest = 0, run = 0;
+  for (char c : spark) longest = std::max(longest, run = c == ' ' ? run + 1 : 0);
+  EXPECT_GE(longest, 5u) << r.log;
 }
 
 TEST(PatternScenario, LaggingNode) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "report/json_renderer.h"
 
 namespace ncclwatch::report {
@@ -69,6 +72,53 @@ TEST(TextRenderer, LongFindingListsAreCut) {
   std::string t = render_text(r, o);
   EXPECT_NE(t.find("... 25 more findings in the JSON report"), std::string::npos);
   EXPECT_EQ(render_text(model::Report{}), "no findings\n");
+}
+
+TEST(TextRenderer, AFindingsChartIsOneLineUnderIt) {
+  model::Report r;
+  r.findings = {{model::Severity::kWarning, "pattern", "sawtooth"}};
+  r.findings[0].chart = {1.0f, 1.0f, 0.5f, 0.0f, 0.9f};
+  r.findings[0].chart_label = "compute, steps 2-5:";
+  TextOptions o;
+  EXPECT_EQ(render_text(r, o),
+            "WARNING  [pattern] sawtooth\n"
+            "         compute, steps 2-5: |██▄ ▇|\n");
+  o.unicode = false;
+  EXPECT_EQ(render_text(r, o),
+            "WARNING  [pattern] sawtooth\n"
+            "         compute, steps 2-5: |@@+ %|\n");
+}
+
+TEST(TextRenderer, SparklineLevels) {
+  EXPECT_EQ(sparkline({0.0f, 0.125f, 0.25f, 0.375f, 0.5f, 0.625f, 0.75f, 0.875f, 1.0f}, true),
+            " ▁▂▃▄▅▆▇█");
+  EXPECT_EQ(sparkline({0.0f, 0.02f, 0.2f, 0.5f, 0.8f, 1.0f, 1.5f, -1.0f}, false), "  :+#@@ ");
+}
+
+TEST(TextRenderer, LocaleDecidesUnicode) {
+  // LC_ALL wins over LC_CTYPE over LANG; nothing set is the C locale: ASCII.
+  const char* names[] = {"LC_ALL", "LC_CTYPE", "LANG"};
+  std::string saved[3];
+  bool had[3];
+  for (int i = 0; i < 3; ++i) {
+    const char* v = std::getenv(names[i]);
+    had[i] = v != nullptr;
+    saved[i] = v ? v : "";
+    unsetenv(names[i]);
+  }
+  EXPECT_FALSE(locale_is_utf8());
+  setenv("LANG", "en_US.UTF-8", 1);
+  EXPECT_TRUE(locale_is_utf8());
+  setenv("LC_CTYPE", "C", 1);
+  EXPECT_FALSE(locale_is_utf8());
+  setenv("LC_ALL", "de_DE.utf8", 1);
+  EXPECT_TRUE(locale_is_utf8());
+  for (int i = 0; i < 3; ++i) {
+    if (had[i])
+      setenv(names[i], saved[i].c_str(), 1);
+    else
+      unsetenv(names[i]);
+  }
 }
 
 }  // namespace ncclwatch::report
