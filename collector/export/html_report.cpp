@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "export/html_page.h"
 #include "model/vocabulary.h"
 
 namespace ncclwatch::exporter {
@@ -52,11 +53,19 @@ bool measured(const json& entry) {
   return entry.value("sampled", true);
 }
 
+// The last step of a run from ranges that lacks its tail (per_step partial: true): drawn, it
+// would be a column at 100 % busy and a step time at the floor. The page leaves it out.
+bool partial(const json& e) {
+  const auto it = e.find("partial");
+  return it != e.end() && it->is_boolean() && it->get<bool>();
+}
+
 std::size_t steps_of(const std::vector<const json*>& ranks) {
   std::size_t steps = 0;
   for (const json* r : ranks) {
     const json& ps = (*r)["per_step"];
     for (std::size_t k = 0; k < ps.size(); ++k) {
+      if (partial(ps[k])) continue;
       steps = std::max(steps, entry_steps(ps[k], k).second + 1);
     }
   }
@@ -75,8 +84,18 @@ void spread(std::pair<std::size_t, std::size_t> ab, std::size_t n, std::size_t g
   }
 }
 
+// v rounded to `decimals` places as the nearest double (3.86, never 3.8600000000000003).
+double rounded(double v, int decimals) {
+  const double scale = std::pow(10.0, decimals);
+  return std::round(v * scale) / scale;
+}
 double round1(double v) {
-  return static_cast<double>(static_cast<long long>(v * 10.0 + (v >= 0 ? 0.5 : -0.5))) / 10.0;
+  return rounded(v, 1);
+}
+// µs as ms with `decimals` places, rounded in µs (1005 µs: 1.01 ms, where 1.005 ms would round
+// down in binary).
+double ms_of(double us, int decimals) {
+  return std::round(us / std::pow(10.0, 3 - decimals)) / std::pow(10.0, decimals);
 }
 
 const char* kBarParts[] = {"compute_us",   "exposed_wait_us",     "exposed_transfer_us",
@@ -88,6 +107,7 @@ json heatmap(const std::vector<const json*>& ranks) {
   const std::size_t rows = std::min(ranks.size(), kMaxRows), cols = std::min(steps, kMaxCols);
   std::vector<double> sum(rows * cols, 0.0), count(rows * cols, 0.0);
   std::vector<int> row_first(rows, -1), row_last(rows, -1);
+  bool partial_left_out = false;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     const std::size_t row = group_of(i, ranks.size(), rows);
     const int rank = (*ranks[i])["rank"].get<int>();
@@ -96,13 +116,18 @@ json heatmap(const std::vector<const json*>& ranks) {
     const json& ps = (*ranks[i])["per_step"];
     for (std::size_t k = 0; k < ps.size(); ++k) {
       if (!measured(ps[k])) continue;
+      if (partial(ps[k])) {
+        partial_left_out = true;
+        continue;
+      }
       spread(entry_steps(ps[k], k), steps, cols, [&](std::size_t col, double w) {
         sum[row * cols + col] += w * num(ps[k], "smi_util_pct");
         count[row * cols + col] += w;
       });
     }
   }
-  json values = json::array(), row_labels = json::array(), col_labels = json::array();
+  json values = json::array(), row_labels = json::array(), col_labels = json::array(),
+       col_first = json::array();
   for (std::size_t c = 0; c < rows * cols; ++c) {
     values.push_back(count[c] > 0 ? round1(sum[c] / count[c]) : -1.0);
   }
@@ -113,12 +138,16 @@ json heatmap(const std::vector<const json*>& ranks) {
   for (std::size_t c = 0; c < cols; ++c) {
     col_labels.push_back(
         range_label("step", group_first(c, steps, cols) + 1, group_first(c + 1, steps, cols)));
+    col_first.push_back(group_first(c, steps, cols) + 1);
   }
   return {{"rows", rows},
           {"cols", cols},
           {"values", values},
           {"row_labels", row_labels},
-          {"col_labels", col_labels}};
+          {"col_labels", col_labels},
+          {"col_first", col_first},
+          {"steps", steps},
+          {"partial_left_out", partial_left_out}};
 }
 
 json breakdown_bars(const std::vector<const json*>& ranks) {
@@ -159,6 +188,7 @@ json step_series(const std::vector<const json*>& ranks) {
     const json& ps = (*r)["per_step"];
     for (std::size_t k = 0; k < ps.size(); ++k) {
       if (!measured(ps[k])) continue;
+      if (partial(ps[k])) continue;
       // Entry values are means per step: weighted by the steps they stand for.
       const double h = num(ps[k], "comm_overlapped_us");
       const double c = h + num(ps[k], "exposed_wait_us") + num(ps[k], "exposed_transfer_us");
@@ -172,7 +202,7 @@ json step_series(const std::vector<const json*>& ranks) {
   }
   json step_ms = json::array(), overlap = json::array(), labels = json::array();
   for (std::size_t p = 0; p < points; ++p) {
-    step_ms.push_back(n[p] > 0 ? round1(step_sum[p] / n[p] / 100.0) / 10.0 : 0.0);
+    step_ms.push_back(n[p] > 0 ? ms_of(step_sum[p] / n[p], 2) : 0.0);
     overlap.push_back(comm[p] > 0 ? round1(100.0 * hidden[p] / comm[p]) : 0.0);
     labels.push_back(group_first(p, steps, points) + 1);
   }
@@ -189,14 +219,14 @@ json waits(const json& overlap, const json& stragglers) {
     if (first[g] < 0) first[g] = rank;
     last[g] = rank;
     const double steps = std::max(1.0, num(overlap[i], "steps"));
-    sum[g] += num(overlap[i], "wait_us") / steps / 1000.0;
+    sum[g] += num(overlap[i], "wait_us") / steps;
     count[g] += 1;
   }
   json bars = json::array();
   for (std::size_t g = 0; g < groups; ++g) {
     bars.push_back({{"label", range_label("rank", static_cast<std::size_t>(std::max(0, first[g])),
                                           static_cast<std::size_t>(std::max(0, last[g])))},
-                    {"ms", round1(sum[g] / std::max(1.0, count[g]) * 10.0) / 10.0}});
+                    {"ms", ms_of(sum[g] / std::max(1.0, count[g]), 2)}});
   }
   // The straggler findings' own figures and words (docs/verdicts.md, "Figures"): lateness where
   // it happens, cost, cause and its explanation.
@@ -204,11 +234,11 @@ json waits(const json& overlap, const json& stragglers) {
   for (const json& s : stragglers) {
     late.push_back({{"rank", s.value("rank", -1)},
                     {"host", s.value("host", "")},
-                    {"lateness_ms", round1(num(s, "lateness_us") / 100.0) / 10.0},
+                    {"lateness_ms", ms_of(num(s, "lateness_us"), 2)},
                     {"late_at", s.value("late_at", "")},
                     {"pattern", s.value("pattern", "")},
                     {"period", s.value("period_steps", 0)},
-                    {"cost_ms", round1(num(s, "cost_us_per_step") / 100.0) / 10.0},
+                    {"cost_ms", ms_of(num(s, "cost_us_per_step"), 2)},
                     {"cost_pct", round1(num(s, "cost_pct"))},
                     {"severity", s.value("severity", "info")},
                     {"cause", s.value("cause", "")},
@@ -244,9 +274,9 @@ json HtmlReport::page_data(const model::Report& report) {
     buckets.push_back({{"comm", b.value("comm_id", "")},
                        {"ordinal", b.value("ordinal", 0)},
                        {"mib", round1(num(b, "bytes") / 1048576.0)},
-                       {"gpu_ms", round1(num(b, "gpu_us") / 100.0) / 10.0},
+                       {"gpu_ms", ms_of(num(b, "gpu_us"), 2)},
                        {"overlap_pct", round1(num(b, "overlap_pct"))},
-                       {"exposed_ms", round1(num(b, "exposed_us_per_step") / 100.0) / 10.0}});
+                       {"exposed_ms", ms_of(num(b, "exposed_us_per_step"), 2)}});
   }
   d["buckets"] = buckets;
   json topo = json::array();
@@ -257,141 +287,12 @@ json HtmlReport::page_data(const model::Report& report) {
   }
   d["topology"] = topo;
   d["gpu_ranks"] = gpu.size();
+  // The utilization curve and the swimlanes as the analysis wrote them: already bounded for any
+  // job (utilization_curve.h, step_swimlane.h), so the page takes them whole.
+  const auto u = j.find("utilization");
+  d["utilization"] = u != j.end() && u->is_object() ? *u : json::object();
   return d;
 }
-
-namespace {
-
-// The page. The drawing code is ours (no third-party code), about 150 lines of
-// plain JavaScript on <canvas>; no library, no network. It marks <body data-status> "ok" (or
-// "error: ...") and data-plots with the number of plots that had data, for the browser test.
-constexpr const char* kPageHead = R"HTML(<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>ncclwatch report</title>
-<style>
-body{font:14px/1.4 system-ui,sans-serif;margin:16px 24px;color:#222;background:#fafafa}
-h1{font-size:20px;margin:0 0 8px} h2{font-size:16px;margin:22px 0 6px}
-.f{padding:3px 8px;margin:2px 0;border-left:4px solid #999;background:#fff;white-space:pre-wrap}
-.f.warning{border-color:#e08a00}.f.critical{border-color:#c00;background:#fff3f3}.f.info{border-color:#7a9}
-.src{font-weight:600;margin-right:6px} canvas{background:#fff;border:1px solid #ddd}
-table{border-collapse:collapse;background:#fff} td,th{border:1px solid #ddd;padding:2px 8px;text-align:right}
-.note{color:#666;font-size:12px} .legend span{display:inline-block;margin-right:12px}
-.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-2px}
-</style></head>
-<body data-status="loading">
-<h1 id="title">ncclwatch report</h1>
-<h2>Findings</h2><div id="findings"></div>
-<h2>GPU utilization per rank and step (what nvidia-smi would show)</h2>
-<div class="note" id="heat-note"></div><canvas id="heat" class="plot" width="1100" height="320"></canvas>
-<h2>Where each step's time went (mean per steady step)</h2>
-<div class="legend" id="bd-legend"></div><canvas id="bd" class="plot" width="1100" height="300"></canvas>
-<h2>Step time and overlap per step</h2>
-<canvas id="steps" class="plot" width="1100" height="260"></canvas>
-<h2>Time waiting for peers per step, by rank (stragglers make the others wait)</h2>
-<div id="late-list"></div><canvas id="waits" class="plot" width="1100" height="220"></canvas>
-<h2>All-reduce buckets repeating each step</h2><div id="buckets" class="plot"></div>
-<h2>Topology</h2><div id="topology"></div>
-<script type="application/json" id="data">)HTML";
-
-constexpr const char* kPageTail = R"HTML(</script>
-<script>
-"use strict";
-window.onerror = function (m) { document.body.dataset.status = "error: " + m; };
-const D = JSON.parse(document.getElementById("data").textContent);
-const el = (t, c, txt) => { const e = document.createElement(t); if (c) e.className = c; if (txt !== undefined) e.textContent = txt; return e; };
-const colors = ["#3b7dd8", "#d9534f", "#f0ad4e", "#9b59b6", "#5bc0de", "#8d6e63", "#bbbbbb"];
-let plots = 0;
-function mark(id, n) { document.getElementById(id).dataset.points = n; if (n > 0) plots++; }
-function empty(ctx, c, text) { ctx.fillStyle = "#888"; ctx.font = "13px sans-serif"; ctx.fillText(text, 20, 30); }
-document.getElementById("title").textContent = "ncclwatch report" + (D.job ? " — " + D.job : "");
-for (const f of D.findings) {
-  const d = el("div", "f " + f.severity); d.appendChild(el("span", "src", "[" + f.source + "]"));
-  d.appendChild(document.createTextNode(f.text)); document.getElementById("findings").appendChild(d);
-}
-function heat() {
-  const c = document.getElementById("heat"), ctx = c.getContext("2d"), H = D.heatmap;
-  const n = H.values.filter(v => v >= 0).length; mark("heat", n);
-  if (!n) return empty(ctx, c, "no GPU-timed ranks");
-  document.getElementById("heat-note").textContent = H.rows + " rows x " + H.cols + " columns" +
-    " (each cell the mean of the ranks and steps it covers); green = busy 100%, yellow ~70%, red = idle";
-  const left = 110, top = 10, w = (c.width - left - 60) / H.cols, h = Math.max(2, (c.height - top - 30) / H.rows);
-  for (let r = 0; r < H.rows; r++) for (let k = 0; k < H.cols; k++) {
-    const v = H.values[r * H.cols + k]; if (v < 0) continue;
-    const t = Math.max(0, Math.min(1, v / 100));
-    ctx.fillStyle = "hsl(" + Math.round(120 * t * t) + ",70%," + Math.round(40 + 15 * (1 - t)) + "%)";
-    ctx.fillRect(left + k * w, top + r * h, Math.ceil(w), Math.ceil(h));
-  }
-  ctx.fillStyle = "#333"; ctx.font = "11px sans-serif";
-  const every = Math.ceil(H.rows / Math.floor((c.height - 40) / 12));
-  for (let r = 0; r < H.rows; r += every) ctx.fillText(H.row_labels[r], 4, top + r * h + Math.min(h, 12) - 2);
-  const xe = Math.ceil(H.cols / 10);
-  for (let k = 0; k < H.cols; k += xe) ctx.fillText(H.col_labels[k], left + k * w, c.height - 8);
-}
-function bars() {
-  const c = document.getElementById("bd"), ctx = c.getContext("2d"), B = D.breakdown;
-  mark("bd", B.bars.length); if (!B.bars.length) return empty(ctx, c, "no GPU-timed ranks");
-  const lg = document.getElementById("bd-legend");
-  B.parts.forEach((p, i) => { const s = el("span"); const b = el("i"); b.style.background = colors[i]; s.appendChild(b); s.appendChild(document.createTextNode(p)); lg.appendChild(s); });
-  const max = Math.max(...B.bars.map(b => b.ms.reduce((a, x) => a + x, 0))) || 1;
-  const left = 110, bh = Math.max(3, Math.min(24, (c.height - 30) / B.bars.length - 2));
-  ctx.font = "11px sans-serif";
-  B.bars.forEach((b, i) => {
-    let x = left; const y = 5 + i * (bh + 2);
-    b.ms.forEach((v, p) => { const w = v / max * (c.width - left - 90); ctx.fillStyle = colors[p]; ctx.fillRect(x, y, w, bh); x += w; });
-    ctx.fillStyle = "#333"; if (bh >= 9) ctx.fillText(b.label, 4, y + bh - 2);
-    if (bh >= 9) ctx.fillText(b.ms.reduce((a, v) => a + v, 0).toFixed(1) + " ms", x + 4, y + bh - 2);
-  });
-}
-function lines() {
-  const c = document.getElementById("steps"), ctx = c.getContext("2d"), S = D.steps;
-  mark("steps", S.step.length); if (!S.step.length) return empty(ctx, c, "no steps");
-  const left = 50, right = c.width - 50, top = 15, bottom = c.height - 25;
-  const maxMs = Math.max(...S.step_ms) || 1, n = S.step.length;
-  const x = i => left + (n > 1 ? i / (n - 1) : 0.5) * (right - left);
-  ctx.strokeStyle = "#ccc"; ctx.strokeRect(left, top, right - left, bottom - top);
-  const draw = (vals, max, col) => { ctx.strokeStyle = col; ctx.lineWidth = 2; ctx.beginPath();
-    vals.forEach((v, i) => { const y = bottom - v / max * (bottom - top); i ? ctx.lineTo(x(i), y) : ctx.moveTo(x(i), y); }); ctx.stroke(); };
-  draw(S.step_ms, maxMs, colors[0]); draw(S.overlap_pct, 100, colors[2]);
-  ctx.fillStyle = "#333"; ctx.font = "11px sans-serif";
-  ctx.fillText(maxMs.toFixed(1) + " ms", 2, top + 8); ctx.fillText("100%", right + 4, top + 8);
-  ctx.fillStyle = colors[0]; ctx.fillText("step time (mean over ranks)", left + 8, top + 14);
-  ctx.fillStyle = colors[2]; ctx.fillText("comm overlapped by compute", left + 200, top + 14);
-  ctx.fillStyle = "#333"; ctx.fillText("step " + S.step[0], left, c.height - 6); ctx.fillText("step " + S.step[n - 1], right - 50, c.height - 6);
-}
-function waits() {
-  const c = document.getElementById("waits"), ctx = c.getContext("2d"), W = D.waits;
-  const ll = document.getElementById("late-list");
-  for (const s of W.stragglers) ll.appendChild(el("div", "f " + s.severity, "straggler: rank " + s.rank + " (" + s.host + ") " +
-    s.lateness_ms + " ms late at " + s.late_at + (s.pattern === "periodic" ? " every " + s.period + " steps" : s.pattern === "spikes" ? " in its late steps" : "") +
-    ", costing " + s.cost_ms + " ms/step (" + s.cost_pct + "% of step time) — cause " + s.cause + ": " + s.cause_text));
-  if (!W.stragglers.length) ll.appendChild(el("div", "note", "no straggler found"));
-  mark("waits", W.bars.length); if (!W.bars.length) return empty(ctx, c, "no ranks");
-  const max = Math.max(...W.bars.map(b => b.ms)) || 1, bw = (c.width - 60) / W.bars.length;
-  ctx.font = "11px sans-serif";
-  W.bars.forEach((b, i) => { const h = b.ms / max * (c.height - 40); ctx.fillStyle = colors[1];
-    ctx.fillRect(40 + i * bw, c.height - 20 - h, Math.max(1, bw - 2), h);
-    if (bw > 40) { ctx.fillStyle = "#333"; ctx.fillText(b.label, 40 + i * bw, c.height - 6); } });
-  ctx.fillStyle = "#333"; ctx.fillText(max.toFixed(1) + " ms", 2, 14);
-}
-function table(id, rows, cols, head) {
-  const host = document.getElementById(id); mark(id, rows.length);
-  if (!rows.length) { host.appendChild(el("div", "note", "none")); return; }
-  const t = el("table"), tr = el("tr"); head.forEach(h => tr.appendChild(el("th", "", h))); t.appendChild(tr);
-  rows.forEach(r => { const row = el("tr"); cols.forEach(k => row.appendChild(el("td", "", String(r[k])))); t.appendChild(row); });
-  host.appendChild(t);
-}
-heat(); bars(); lines(); waits();
-table("buckets", D.buckets, ["comm", "ordinal", "mib", "gpu_ms", "overlap_pct", "exposed_ms"],
-      ["comm", "#", "MiB", "GPU ms", "overlap %", "exposed ms/step"]);
-const topo = document.getElementById("topology");
-if (!D.topology.length) topo.appendChild(el("div", "note", "no topology findings (no NCCL_DEBUG logs found, or none to report)"));
-for (const f of D.topology) topo.appendChild(el("div", "f " + (f.severity || "info"), f.message));
-document.body.dataset.plots = plots;
-if (document.body.dataset.status === "loading") document.body.dataset.status = "ok";
-</script></body></html>
-)HTML";
-
-}  // namespace
 
 // The page's data as JSON text that cannot leave or confuse its <script> element whatever the
 // strings hold: every '<' (so no "</script>", "<!--" or "<script" reaches the HTML parser, which
@@ -422,7 +323,7 @@ std::string HtmlReport::script_safe_json(const nlohmann::json& data) {
 }
 
 std::string HtmlReport::render(const model::Report& report) {
-  return std::string(kPageHead) + script_safe_json(page_data(report)) + kPageTail;
+  return html_page::page(script_safe_json(page_data(report)));
 }
 
 bool HtmlReport::write_file(const std::string& path, const model::Report& report,

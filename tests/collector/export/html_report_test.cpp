@@ -132,6 +132,48 @@ TEST(HtmlReport, DataCannotCloseTheScript) {
   EXPECT_EQ(page.find("https://"), std::string::npos);
 }
 
+TEST(HtmlReport, PartialLastStepIsLeftOutOfThePerStepPlots) {
+  // 4 steps; the last lacks its tail (per_step partial: true): 100 % busy, a step at the floor.
+  model::Report r = synthetic(2, 4);
+  for (json& rank : r.json["breakdown"]) {
+    for (std::size_t k = 0; k < 4; ++k) rank["per_step"][k]["step"] = k + 1;
+    json& last = rank["per_step"][3];
+    last["partial"] = true;
+    last["smi_util_pct"] = 100.0;
+    last["step_us"] = 50.0;
+  }
+  const json d = HtmlReport::page_data(r);
+  EXPECT_EQ(d["heatmap"]["cols"], 3);
+  EXPECT_EQ(d["heatmap"]["steps"], 3);
+  EXPECT_TRUE(d["heatmap"]["partial_left_out"].get<bool>());
+  EXPECT_EQ(d["heatmap"]["col_labels"].back(), "step 3");
+  for (const json& v : d["heatmap"]["values"]) EXPECT_LT(v.get<double>(), 100.0);
+  ASSERT_EQ(d["steps"]["step_ms"].size(), 3u);
+  EXPECT_DOUBLE_EQ(d["steps"]["step_ms"][2].get<double>(), 1.0);  // 1002 µs
+}
+
+TEST(HtmlReport, NumbersAreRoundedToTheirDecimals) {
+  // 3860 µs of GPU time: 3.86 ms, written "3.86" (round1(38.6) / 10 was 3.8600000000000003).
+  model::Report r = synthetic(1, 1);
+  r.json["buckets"] = json::array({{{"comm_id", "0x1"},
+                                    {"ordinal", 0},
+                                    {"bytes", 26214400.0},
+                                    {"gpu_us", 3860.0},
+                                    {"overlap_pct", 38.6},
+                                    {"exposed_us_per_step", 2370.0}}});
+  const json d = HtmlReport::page_data(r);
+  EXPECT_EQ(d["buckets"][0]["gpu_ms"].dump(), "3.86");
+  EXPECT_EQ(d["buckets"][0]["exposed_ms"].dump(), "2.37");
+  EXPECT_EQ(d["buckets"][0]["mib"].dump(), "25.0");
+}
+
+TEST(HtmlReport, UtilizationCurveIsTakenWhole) {
+  model::Report r = synthetic(1, 1);
+  r.json["utilization"] = {{"gpu_ranks", 1}, {"window", {{"bins", 2}, {"busy_pct", {0.0, 99.5}}}}};
+  EXPECT_EQ(HtmlReport::page_data(r)["utilization"], r.json["utilization"]);
+  EXPECT_EQ(HtmlReport::page_data(synthetic(1, 1))["utilization"], json::object());
+}
+
 TEST(HtmlReport, ReportWithoutAnalysesStillRenders) {
   model::Report r;
   const json d = HtmlReport::page_data(r);
