@@ -181,6 +181,49 @@ bool step_period_from_gap_pattern(const std::vector<int64_t>& gaps, std::size_t 
   return false;
 }
 
+// Is `d` calls a step of these gaps: one phase holds the widest gap of at least 3/4 of the
+// runs of d consecutive gaps, and that gap is kMinGapJump times all the others of its run in at
+// least half of them? The forward pass makes each step's widest gap; a stall every Nth step
+// widens other gaps of those steps (every rank waits for the staller), hence "at least half".
+bool widest_gap_recurs(const std::vector<int64_t>& gaps, std::size_t w, std::size_t d) {
+  const std::size_t begin = std::max<std::size_t>(w, 1);
+  const std::size_t end = std::min(gaps.size(), begin + 1024);
+  if (d < 2 || end < begin + 4 * d) return false;
+  std::vector<std::size_t> widest(d, 0), apart(d, 0);
+  std::size_t runs = 0;
+  for (std::size_t b = begin; b + d <= end; b += d, ++runs) {
+    std::size_t top = b;
+    int64_t second = std::numeric_limits<int64_t>::min();
+    for (std::size_t i = b + 1; i < b + d; ++i) {
+      if (gaps[i] > gaps[top]) {
+        second = gaps[top];
+        top = i;
+      } else {
+        second = std::max(second, gaps[i]);
+      }
+    }
+    const std::size_t o = (top - w) % d;
+    ++widest[o];
+    apart[o] += static_cast<double>(gaps[top]) >=
+                kMinGapJump * static_cast<double>(std::max(second, kGapFloorNs));
+  }
+  const std::size_t o =
+      static_cast<std::size_t>(std::max_element(widest.begin(), widest.end()) - widest.begin());
+  return 4 * widest[o] >= 3 * runs && 2 * apart[o] >= runs;
+}
+
+// The gap pattern's period P (a multiple of the token period p) may be several steps: a rank
+// stalling before every Nth step makes every rank's gaps repeat every N steps, and with little
+// noise that period predicts them best. The step is the smallest divisor of P (a multiple of
+// p) at which each run's widest gap recurs at one phase (widest_gap_recurs), else P.
+std::size_t fundamental_step(const std::vector<int64_t>& gaps, std::size_t w, std::size_t p,
+                             std::size_t period) {
+  for (std::size_t d = p; d < period; d += p) {
+    if (period % d == 0 && widest_gap_recurs(gaps, w, d)) return d;
+  }
+  return period;
+}
+
 // Fallback phase: the offset whose gaps are widest on average.
 std::size_t widest_gap_phase(const std::vector<int64_t>& gaps, std::size_t w, std::size_t p) {
   std::size_t phase = 0;
@@ -315,6 +358,7 @@ bool steps_from_period(const model::RankTrace& rank, int64_t trace_begin, std::s
   } else if (!choose_step_period(gaps, w, p, period, phase)) {
     period = p;
     from_gap_pattern = step_period_from_gap_pattern(gaps, w, p, period);
+    if (from_gap_pattern) period = fundamental_step(gaps, w, p, period);
     phase = widest_gap_phase(gaps, w, period);
   }
   const std::size_t k = w + phase;
@@ -406,8 +450,7 @@ void StepDetector::agree(const model::JobTrace& job, const std::vector<Interval>
   if (2 * most <= voters) return;
   for (std::size_t i = 0; i < plans.size() && i < job.ranks.size() && i < bounds.size(); ++i) {
     const StepPlan& p = plans[i];
-    if (!p.from_gap_pattern || p.calls_per_step == common || p.calls_per_step % common != 0)
-      continue;
+    if (p.calls_per_step == common || p.calls_per_step % common != 0) continue;
     StepPlan again = detect(job.ranks[i], bounds[i].begin, bounds[i].end, common);
     if (again.calls_per_step == common) plans[i] = std::move(again);
   }

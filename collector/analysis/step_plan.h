@@ -53,11 +53,12 @@ class StepDetector {
   static StepPlan detect(const model::RankTrace& rank, int64_t trace_begin, int64_t trace_end,
                          std::size_t calls_per_step = 0);
 
-  // A synchronous job has one step on every rank. A rank whose step came from the pattern of
-  // its call gaps (the weakest evidence) as a multiple of the calls per step most ranks found
-  // takes theirs: a rank stalling before every Nth step repeats its gaps every N steps, and
-  // with little noise that longer period predicts its gaps best. `bounds[i]`: rank i's
-  // trace_begin/trace_end, as given to detect().
+  // A synchronous job has one step on every rank: every rank runs the same collective
+  // sequence, one pass of it per step. A rank whose step is a multiple of the calls per step a
+  // strict majority of the ranks found takes theirs: a rank stalling before every Nth step
+  // repeats its gaps every N steps, and its stall is a wider gap than its forward pass (a jump
+  // in its gaps) or, with little noise, that longer period predicts its gaps best. `bounds[i]`:
+  // rank i's trace_begin/trace_end, as given to detect().
   static void agree(const model::JobTrace& job, const std::vector<Interval>& bounds,
                     std::vector<StepPlan>& plans);
 

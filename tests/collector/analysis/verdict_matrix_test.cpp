@@ -4,6 +4,7 @@
 // node, pattern, period, cause — with no false straggler.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cctype>
 
 #include "analysis/analyze.h"
@@ -80,6 +81,68 @@ TEST(VerdictMatrix, PeriodicStallUnderJitterIsPeriodic) {
     EXPECT_TRUE(s.exact()) << sc.description << "\n" << s.detail;
   }
   EXPECT_EQ(missed, 0);
+}
+
+// A persistent straggler beside a rank stalling every Nth step by more than the persistent one
+// is late, no noise (the matrix' seed 2 #630: 64 ranks, host-only, both missed). Everybody
+// waits for the staller, so every rank's call gaps repeat every N steps; the steps must still
+// be the real ones, and both ranks named: 8 to 64 ranks, a slow GPU or a host stall, stalls
+// every 3 to 8 steps of 1.3 to 3 times the persistent lateness, host-only and GPU-timed.
+TEST(VerdictMatrix, PeriodicStallLargerThanThePersistentLatenessIsNamed) {
+  struct Shape {
+    int ranks, per_host;
+    bool slow_gpu;
+    double amount;  // compute scale, or host stall as a share of the nominal step
+    int every;
+    double times;  // the periodic stall, in persistent latenesses
+  };
+  const Shape shapes[] = {{64, 8, true, 1.6, 4, 1.5},   {64, 8, true, 1.3, 3, 2.5},
+                          {16, 4, true, 1.45, 6, 1.3},  {8, 2, true, 1.5, 8, 3.0},
+                          {32, 8, false, 0.15, 4, 2.0}, {8, 4, false, 0.2, 5, 1.5},
+                          {64, 8, false, 0.25, 7, 2.4}};
+  for (const Shape& sh : shapes) {
+    for (bool host_only : {true, false}) {
+      testing::Scenario sc;
+      sc.spec.kind = Kind::kPersistentPeriodic;
+      sc.spec.host_only = host_only;
+      sc.spec.ranks = sh.ranks;
+      sc.spec.per_host = sh.per_host;
+      testing::SimParams& p = sc.params;
+      p = testing::sim_params(sh.ranks, sh.per_host);
+      p.steps = std::max(30, 5 * sh.every + 1);
+      p.host_only = host_only;
+      p.jitter_ns = 20'000;
+      const int slow = sh.ranks / 3, staller = sh.ranks - 2;
+      int64_t lateness = 0;
+      if (sh.slow_gpu) {
+        p.ranks[static_cast<std::size_t>(slow)].compute_scale = sh.amount;
+        lateness = static_cast<int64_t>(
+            static_cast<double>(p.forward_ns + p.buckets * p.segment_ns) * (sh.amount - 1.0));
+      } else {
+        lateness = static_cast<int64_t>(sh.amount * static_cast<double>(p.nominal_step_ns()));
+        p.ranks[static_cast<std::size_t>(slow)].host_stall_ns = lateness;
+      }
+      testing::SimRank& st = p.ranks[static_cast<std::size_t>(staller)];
+      st.spike_every = sh.every;
+      st.spike_ns = static_cast<int64_t>(sh.times * static_cast<double>(lateness));
+      const char* persistent_cause = host_only     ? "unknown"
+                                     : sh.slow_gpu ? "gpu-slow"
+                                                   : "host-stall";
+      sc.truth.push_back({slow, "persistent", 0, persistent_cause, false});
+      sc.truth.push_back({staller, "periodic", static_cast<std::size_t>(sh.every),
+                          host_only ? "unknown" : "host-stall", false});
+      const testing::SimJob job = testing::simulate(p);
+      model::Report report;
+      analyze(job.job, job.match, job.clocks, report);
+      const testing::Score s = testing::score(sc, report.json);
+      EXPECT_TRUE(s.exact()) << sh.ranks << " ranks, "
+                             << (sh.slow_gpu ? "slow GPU x" : "host stall ") << sh.amount
+                             << ", stall every " << sh.every << " steps x" << sh.times
+                             << (host_only ? ", host-only" : ", GPU-timed") << "\n"
+                             << s.detail << "\n"
+                             << report.json["overlap_analysis"].value("step_source", "");
+    }
+  }
 }
 
 std::vector<Case> all_cases() {
