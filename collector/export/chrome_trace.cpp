@@ -367,14 +367,21 @@ bool ChromeTraceWriter::write_file(const std::string& path, const model::JobTrac
                                    const model::MatchResult& match,
                                    const model::ClockAlignment& clocks, StepWindow window,
                                    ChromeTraceStats& stats, std::string& error) {
+  // The report's steps: each rank's, then the calls per step the ranks agree on (a rank
+  // stalling every Nth step would otherwise number its steps N times too long).
   std::vector<analysis::StepPlan> plans;
+  std::vector<analysis::Interval> bounds;
   plans.reserve(job.ranks.size());
-  uint64_t steps_in_job = 0;
+  bounds.reserve(job.ranks.size());
   for (const model::RankTrace& r : job.ranks) {
     const analysis::RankActivity a = analysis::RankActivity::of(r);
+    bounds.push_back({a.first_ns, a.last_ns});
     plans.push_back(analysis::StepDetector::detect(r, a.first_ns, a.last_ns));
-    steps_in_job = std::max<uint64_t>(steps_in_job, plans.back().steps.size());
   }
+  analysis::StepDetector::agree(job, bounds, plans);
+  uint64_t steps_in_job = 0;
+  for (const analysis::StepPlan& plan : plans)
+    steps_in_job = std::max<uint64_t>(steps_in_job, plan.steps.size());
   stats = {};
   stats.steps_in_job = steps_in_job;
   // An empty window is a mistake to say, not an empty timeline to write.

@@ -21,7 +21,8 @@
 //
 // Written as it goes (one event at a time to a FILE*): memory stays bounded by the job model the
 // collector already holds. An optional window of steps [first, last] (1-based, each rank's own
-// step plan) keeps the file small.
+// step plan; write_file takes the report's: the calls per step agreed across ranks) keeps the
+// file small.
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <string>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -215,6 +218,45 @@ TEST(ChromeTrace, StepWindowKeepsOnlyThoseSteps) {
   EXPECT_EQ(step_names, (std::set<std::string>{"ProfilerStep#3", "ProfilerStep#4"}));
   EXPECT_EQ(e.stats.calls, 2u * 2 * 4);  // 2 ranks x 2 steps x 4 all-reduces
   EXPECT_EQ(e.stats.flows, 2u * 4);
+}
+
+// write_file numbers steps as the report does (StepDetector::agree): with a rank stalling
+// every 8th step, host-only, by 3 times a slow GPU's lateness, the staller's own call gaps
+// repeat every 8 steps and alone it read "32 calls per step". Step 10 of every rank is then the
+// same 4 all-reduces: 4 calls on every rank, and their 4 flow chains.
+TEST(ChromeTrace, StepWindowUsesTheStepsTheRanksAgreeOn) {
+  auto p = analysis::testing::sim_params(8, 2);
+  p.steps = 41;
+  p.host_only = true;
+  p.jitter_ns = 20'000;
+  p.ranks[2].compute_scale = 1.5;
+  p.ranks[6].spike_every = 8;
+  p.ranks[6].spike_ns = 19'500'000;  // 3 x (forward + backward) x 0.5
+  const auto s = analysis::testing::simulate(p);
+  StepWindow w;
+  ASSERT_TRUE(StepWindow::parse("10", w));
+  const std::string path =
+      ::testing::TempDir() + "/agreed_steps_" + std::to_string(::getpid()) + ".json";
+  ChromeTraceStats stats;
+  std::string error;
+  ASSERT_TRUE(ChromeTraceWriter::write_file(path, s.job, s.match, s.clocks, w, stats, error))
+      << error;
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string text;
+  char buf[65536];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+  std::fclose(f);
+  std::remove(path.c_str());
+  const json doc = json::parse(text);
+  std::map<int, int> calls;  // per rank: NCCL calls exported
+  for (const json& ev : doc["traceEvents"]) {
+    if (ev["ph"] == "X" && ev.value("cat", "") == "cpu_op") ++calls[ev["pid"].get<int>()];
+  }
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(calls[r], 4) << "rank " << r;
+  EXPECT_EQ(stats.calls, 8u * 4);
+  EXPECT_EQ(stats.flows, 4u);
+  EXPECT_EQ(stats.steps_in_job, 41u);
 }
 
 TEST(ChromeTrace, StepWindowParsing) {
