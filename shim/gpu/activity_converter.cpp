@@ -180,7 +180,9 @@ void ActivityConverter::marker(const CUpti_ActivityMarker2& m) noexcept {
       emit_range(slot.start_ns, slot.name_id, slot.domain_id, slot.tid);
       slot = {};
     } else {
-      ++stats_.unknown;
+      // The end of a range that began before tracing did (NCCL's or the application's range
+      // open when CUPTI was enabled): nothing was recorded of it, so nothing of it is lost.
+      ++stats_.unmatched_ends;
     }
   }
 }

@@ -20,7 +20,8 @@ struct ConverterStats {
   uint64_t emitted = 0;          // format records written (strings included)
   uint64_t filtered = 0;         // compute kernels left out by NCCLWATCH_KERNELS
   uint64_t zero_timestamps = 0;  // GPU records with start == end == 0 (CUPTI bug), dropped
-  uint64_t unknown = 0;          // activity kinds we do not convert
+  uint64_t unknown = 0;          // activity kinds we do not convert, NVTX starts lost
+  uint64_t unmatched_ends = 0;   // NVTX range ends whose start preceded tracing (no loss)
 };
 
 class ActivityConverter {

@@ -3,7 +3,9 @@
 #include <cuda.h>
 #include <cupti.h>  // brings generated_cuda_meta.h (launch parameter structs) with its prerequisites
 #include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 
@@ -24,6 +26,92 @@ constexpr CUpti_CallbackId kLaunchCbids[] = {
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
 };
+
+// The runtime's launch functions. CUPTI gives no DRIVER activity record for the driver call a
+// runtime function makes inside itself, and asking for their RUNTIME records one by one
+// (cuptiActivityEnableRuntimeApi) gave none either: on an H200 (CUDA 13.0's CUPTI, PyTorch 2.11)
+// 16,382 compute kernels came with zero launch records. The runtime-domain callbacks do fire
+// for the application's own calls, so the host side of those launches is written from them
+// (`__cudaLaunchKernel` is what nvcc 13's <<<...>>> stubs call). NCCL launches through a driver
+// pointer it fetched itself, so its kernels keep the driver records above.
+constexpr CUpti_CallbackId kRuntimeLaunchCbids[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+};
+
+// The stream of a runtime launch, 0 where the parameters are unknown (the _ptsz variants take
+// the same arguments as their plain forms).
+uint64_t runtime_launch_stream(CUpti_CallbackId cbid, const void* params) {
+  if (params == nullptr) return 0;
+  switch (cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+      return reinterpret_cast<uint64_t>(
+          static_cast<const cudaLaunchKernel_v7000_params*>(params)->stream);
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060: {
+      const cudaLaunchConfig_t* c =
+          static_cast<const cudaLaunchKernelExC_v11060_params*>(params)->config;
+      return c ? reinterpret_cast<uint64_t>(c->stream) : 0;
+    }
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+      return reinterpret_cast<uint64_t>(
+          static_cast<const cudaLaunchCooperativeKernel_v9000_params*>(params)->stream);
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
+      return reinterpret_cast<uint64_t>(
+          static_cast<const cudaGraphLaunch_v10000_params*>(params)->stream);
+    default:
+      return 0;
+  }
+}
+
+// When this thread entered the runtime launch it is inside (0: none), and the direct driver
+// launch (0: none, or the driver call a runtime launch makes inside itself). Launches do not nest.
+thread_local int64_t t_runtime_launch_enter = 0;
+thread_local int64_t t_driver_launch_enter = 0;
+
+// Whether launches get their LaunchRecord (NCCLWATCH_KERNELS=all): set before subscribing.
+std::atomic<bool> g_launch_records{false};
+
+void emit_launch(format::LaunchApi api, int64_t enter, int64_t exit, uint64_t stream,
+                 uint32_t correlation) {
+  format::Record r{};
+  auto& l = r.launch;
+  l.prefix.kind = format::RecordKind::kLaunch;
+  l.prefix.u8a = static_cast<uint8_t>(api);
+  l.prefix.tid = thread_id();
+  l.t_enter_ns = enter != 0 ? enter : exit;
+  l.t_exit_ns = exit;
+  l.stream = stream;
+  l.correlation = correlation;
+  emit(r);
+}
+
+// Runs on the application's thread inside its launch call: hot-path rules (one record, written
+// at the call's exit with both times).
+void record_runtime_launch(CUpti_CallbackId cbid, const CUpti_CallbackData& cb) {
+  const int64_t now = now_ns();
+  if (cb.callbackSite == CUPTI_API_ENTER) {
+    t_runtime_launch_enter = now;
+    return;
+  }
+  const bool graph = cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ||
+                     cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000;
+  emit_launch(graph ? format::LaunchApi::kRuntimeGraph : format::LaunchApi::kRuntimeKernel,
+              t_runtime_launch_enter, now, runtime_launch_stream(cbid, cb.functionParams),
+              cb.correlationId);
+  t_runtime_launch_enter = 0;
+}
 
 uint64_t launch_stream(CUpti_CallbackId cbid, const void* params) {
   if (params == nullptr) return 0;
@@ -63,9 +151,29 @@ uint64_t CUPTIAPI CuptiTracer::host_timestamp() {
 // inside the driver call: hot-path rules.
 void CUPTIAPI CuptiTracer::on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                   const void* data) {
-  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || data == nullptr) return;
+  if (data == nullptr) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  if (cb->callbackSite != CUPTI_API_ENTER) return;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    record_runtime_launch(cbid, *cb);
+    return;
+  }
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  if (cb->callbackSite != CUPTI_API_ENTER) {
+    // A direct driver launch (cuBLASLt's kernels, NCCL's): its host side, written at its exit.
+    // CUPTI gave no DRIVER activity record for these either (3,150 cuBLASLt launches, none).
+    if (t_driver_launch_enter != 0) {
+      const bool graph = cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
+                         cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+      emit_launch(graph ? format::LaunchApi::kDriverGraph : format::LaunchApi::kDriverKernel,
+                  t_driver_launch_enter, now_ns(), launch_stream(cbid, cb->functionParams),
+                  cb->correlationId);
+      t_driver_launch_enter = 0;
+    }
+    return;
+  }
+  // Not the driver call a runtime launch makes inside itself: that one has its runtime record.
+  if (t_runtime_launch_enter == 0 && g_launch_records.load(std::memory_order_relaxed))
+    t_driver_launch_enter = now_ns();
   const InFlightCall& call = in_flight_call();
   format::Record r{};
   auto& link = r.link;
@@ -134,6 +242,8 @@ void CUPTIAPI CuptiTracer::on_buffer_completed(CUcontext ctx, uint32_t stream_id
 }
 
 CUptiResult CuptiTracer::subscribe_and_enable(bool with_timestamp_callback, std::string& why) {
+  g_launch_records.store(options_.filter.policy() == KernelFilter::Policy::kAll,
+                         std::memory_order_relaxed);
   CUptiResult r = api_.Subscribe(&subscriber_, &CuptiTracer::on_api, nullptr);
   if (r != CUPTI_SUCCESS) {
     subscriber_ = nullptr;
@@ -166,12 +276,13 @@ CUptiResult CuptiTracer::subscribe_and_enable(bool with_timestamp_callback, std:
   api_.ActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
   api_.ActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
   api_.ActivityEnable(CUPTI_ACTIVITY_KIND_MARKER);
-  if (api_.ActivityEnableDriverApi != nullptr &&
-      options_.filter.policy() == KernelFilter::Policy::kAll) {
-    // Only the launch functions: host side of launches without the volume of every API call.
-    // A bounded trace (NCCLWATCH_KERNELS=nccl|sampled:N) leaves them out: one per kernel, they
-    // would undo the bound (NCCL launches are still tied to their calls by the link records).
-    for (CUpti_CallbackId cbid : kLaunchCbids) api_.ActivityEnableDriverApi(cbid, 1);
+  if (options_.filter.policy() == KernelFilter::Policy::kAll) {
+    // The host side of every launch, from the launch callbacks (the driver ones are on for the
+    // links already). A bounded trace (NCCLWATCH_KERNELS=nccl|sampled:N) leaves them out: one
+    // per kernel, they would undo the bound (NCCL launches are still tied to their calls by the
+    // link records). Optional: without them the launches lack their host side.
+    for (CUpti_CallbackId cbid : kRuntimeLaunchCbids)
+      api_.EnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
   }
   return CUPTI_SUCCESS;
 }

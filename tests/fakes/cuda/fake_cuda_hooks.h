@@ -25,9 +25,12 @@ struct NcclwatchFakeActivity {
   uint64_t bytes;
 };
 
-// Host side of one driver launch call.
+// Host side of one launch call. Real CUPTI reports a launch made through the runtime by its
+// runtime function alone (no DRIVER activity record for the driver call inside it, as seen on a
+// real GPU): `runtime_cbid` names that function, 0 for a direct driver call (NCCL's launches).
 struct NcclwatchFakeApiCall {
-  uint32_t cbid;  // CUPTI_DRIVER_TRACE_CBID_*
+  uint32_t cbid;          // CUPTI_DRIVER_TRACE_CBID_* of the driver launch
+  uint32_t runtime_cbid;  // CUPTI_RUNTIME_TRACE_CBID_* of the runtime function around it, or 0
   uint32_t correlation;
   uint32_t tid;
   int64_t start_ns;
@@ -42,6 +45,11 @@ struct NcclwatchFakeCuptiHooks {
   void (*api_call)(const NcclwatchFakeApiCall* call);
   // NVTX push (push=1) / pop (push=0) on the calling thread.
   void (*range)(int push, const char* name, int64_t t_ns, uint32_t tid);
+  // On the launching thread, at entry (exit=0) and exit (exit=1) of a runtime launch function
+  // (cbid: CUPTI_RUNTIME_TRACE_CBID_*), around the driver launch it makes.
+  void (*runtime_api)(int exit, uint32_t cbid, uint32_t correlation);
+  // On the launching thread, at API exit of the driver launch `launch_enter` announced.
+  void (*launch_exit)(uint32_t cbid, const void* params, uint32_t correlation);
 };
 
 void ncclwatch_fake_cuda_set_cupti_hooks(const NcclwatchFakeCuptiHooks* hooks);

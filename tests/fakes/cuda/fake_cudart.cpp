@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 #include <cupti.h>  // brings generated_cuda_meta.h (launch parameter structs) with its prerequisites
 #include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
 
 #include <atomic>
 #include <cstdio>
@@ -63,14 +64,17 @@ struct FakeGraph {
   uint32_t id = 0;
 };
 
-void launch_compute(cudaStream_t stream) {
+// `runtime_cbid`: the runtime function the application called (its CUPTI record is the host side
+// real CUPTI gives of the launch).
+void launch_compute(cudaStream_t stream, uint32_t runtime_cbid) {
   FakeStream* s = gpu().resolve(stream);
   const char* name = nullptr;
   int64_t duration = 0;
   take_next_kernel(name, duration);
   cuLaunchKernel_params params{};
   params.hStream = reinterpret_cast<CUstream>(stream);
-  gpu().run(s, kFakeKernel, name, duration, 0, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &params);
+  gpu().run(s, kFakeKernel, name, duration, 0, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &params,
+            runtime_cbid);
 }
 
 }  // namespace
@@ -164,13 +168,13 @@ FAKE_API cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaM
   if (dst && src && n) std::memmove(dst, src, n);
   // 20 GB/s: 1 byte = 0.05 ns.
   gpu().run(gpu().resolve(stream), kFakeMemcpy, "memcpy", static_cast<int64_t>(n / 20) + 1000, n, 0,
-            nullptr);
+            nullptr, 0);
   return cudaSuccess;
 }
 FAKE_API cudaError_t cudaMemsetAsync(void* p, int value, size_t n, cudaStream_t stream) {
   if (p && n) std::memset(p, value, n);
   gpu().run(gpu().resolve(stream), kFakeMemset, "memset", static_cast<int64_t>(n / 50) + 1000, n, 0,
-            nullptr);
+            nullptr, 0);
   return cudaSuccess;
 }
 
@@ -227,7 +231,8 @@ FAKE_API cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) 
   cuGraphLaunch_params params{reinterpret_cast<CUgraphExec>(exec),
                               reinterpret_cast<CUstream>(stream)};
   gpu().run(gpu().resolve(stream), kFakeKernel, "fake_graph_kernel", g->duration_ns, 0,
-            CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &params, g->id);
+            CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, &params,
+            CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, g->id);
   return cudaSuccess;
 }
 FAKE_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t) {
@@ -244,14 +249,14 @@ FAKE_API cudaError_t cudaLaunchKernel(const void* func, dim3, dim3, void**, size
   if (func == nullptr) return fail(cudaErrorInvalidDeviceFunction);
   FakeStream* s = gpu().resolve(stream);
   if (s->capturing) return cudaSuccess;  // becomes a graph node; runs at cudaGraphLaunch
-  launch_compute(stream);
+  launch_compute(stream, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
   return cudaSuccess;
 }
 FAKE_API cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* config, const void* func,
                                          void**) {
   if (config == nullptr || func == nullptr) return fail(cudaErrorInvalidValue);
   if (gpu().resolve(config->stream)->capturing) return cudaSuccess;
-  launch_compute(config->stream);
+  launch_compute(config->stream, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060);
   return cudaSuccess;
 }
 

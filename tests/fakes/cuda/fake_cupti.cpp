@@ -57,7 +57,9 @@ struct State {
   void* userdata = nullptr;
   bool subscribed = false;
   std::vector<bool> driver_cb = std::vector<bool>(1024, false);
+  std::vector<bool> runtime_cb = std::vector<bool>(1024, false);
   std::vector<bool> driver_api_records = std::vector<bool>(1024, false);
+  std::vector<bool> runtime_api_records = std::vector<bool>(1024, false);
   bool kernels = false, memcpy = false, memset = false, markers = false;
   CUpti_BuffersCallbackRequestFunc request = nullptr;
   CUpti_BuffersCallbackCompleteFunc complete = nullptr;
@@ -131,6 +133,45 @@ Copy copy_activity(CUpti_ActivityKind kind, const NcclwatchFakeActivity& a, int6
   return m;
 }
 
+// The runtime-domain callbacks around a runtime launch (real CUPTI calls them for every runtime
+// function the application calls, when the subscriber enabled that cbid).
+void on_runtime_api(int exit, uint32_t cbid, uint32_t corr) {
+  CUpti_CallbackFunc cb = nullptr;
+  void* user = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(st().mu);
+    if (!st().subscribed || cbid >= st().runtime_cb.size() || !st().runtime_cb[cbid]) return;
+    cb = st().callback;
+    user = st().userdata;
+  }
+  uint64_t correlation_data = 0;
+  CUpti_CallbackData data{};
+  data.callbackSite = exit ? CUPTI_API_EXIT : CUPTI_API_ENTER;
+  data.functionName = "cudaLaunchKernel";
+  data.correlationId = corr;
+  data.correlationData = &correlation_data;
+  cb(user, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &data);
+}
+
+// The driver callback at the launch's exit (same correlation as its entry).
+void on_launch_exit(uint32_t cbid, const void* params, uint32_t corr) {
+  CUpti_CallbackFunc cb = nullptr;
+  void* user = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(st().mu);
+    if (!st().subscribed || cbid >= st().driver_cb.size() || !st().driver_cb[cbid]) return;
+    cb = st().callback;
+    user = st().userdata;
+  }
+  uint64_t correlation_data = 0;
+  CUpti_CallbackData data{};
+  data.callbackSite = CUPTI_API_EXIT;
+  data.functionParams = params;
+  data.correlationId = corr;
+  data.correlationData = &correlation_data;
+  cb(user, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
+}
+
 void on_launch(uint32_t cbid, const char* function, const char* symbol, const void* params,
                uint32_t corr) {
   CUpti_CallbackFunc cb = nullptr;
@@ -177,12 +218,17 @@ void on_activity(const NcclwatchFakeActivity* a) {
   }
 }
 
+// A launch made through the runtime is one RUNTIME record (the driver call inside it gives no
+// DRIVER record, as real CUPTI does); a direct driver launch is one DRIVER record.
 void on_api_call(const NcclwatchFakeApiCall* c) {
   std::lock_guard<std::mutex> lock(st().mu);
-  if (c->cbid >= st().driver_api_records.size() || !st().driver_api_records[c->cbid]) return;
+  const bool runtime = c->runtime_cbid != 0;
+  const uint32_t cbid = runtime ? c->runtime_cbid : c->cbid;
+  const std::vector<bool>& enabled = runtime ? st().runtime_api_records : st().driver_api_records;
+  if (cbid >= enabled.size() || !enabled[cbid]) return;
   CUpti_ActivityAPI a{};
-  a.kind = CUPTI_ACTIVITY_KIND_DRIVER;
-  a.cbid = c->cbid;
+  a.kind = runtime ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
+  a.cbid = cbid;
   const int64_t d = clock_delta();
   a.start = static_cast<uint64_t>(c->start_ns + d);
   a.end = static_cast<uint64_t>(c->end_ns + d);
@@ -215,7 +261,8 @@ void on_range(int push, const char* name, int64_t t, uint32_t tid) {
   enqueue(m, t);
 }
 
-const NcclwatchFakeCuptiHooks kHooks{on_launch, on_activity, on_api_call, on_range};
+const NcclwatchFakeCuptiHooks kHooks{on_launch, on_activity,    on_api_call,
+                                     on_range,  on_runtime_api, on_launch_exit};
 
 void install_hooks_if_needed() {
   static std::atomic<bool> installed{false};
@@ -335,6 +382,7 @@ FAKE_API CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle) {
   st().subscribed = false;
   st().callback = nullptr;
   std::fill(st().driver_cb.begin(), st().driver_cb.end(), false);
+  std::fill(st().runtime_cb.begin(), st().runtime_cb.end(), false);
   return CUPTI_SUCCESS;
 }
 FAKE_API CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle,
@@ -343,6 +391,8 @@ FAKE_API CUptiResult cuptiEnableCallback(uint32_t enable, CUpti_SubscriberHandle
   if (!st().subscribed) return CUPTI_ERROR_INVALID_PARAMETER;
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid < st().driver_cb.size())
     st().driver_cb[cbid] = enable != 0;
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid < st().runtime_cb.size())
+    st().runtime_cb[cbid] = enable != 0;
   return CUPTI_SUCCESS;
 }
 
@@ -384,6 +434,9 @@ static CUptiResult set_kind(CUpti_ActivityKind kind, bool on) {
     case CUPTI_ACTIVITY_KIND_DRIVER:
       std::fill(st().driver_api_records.begin(), st().driver_api_records.end(), on);
       return CUPTI_SUCCESS;
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+      std::fill(st().runtime_api_records.begin(), st().runtime_api_records.end(), on);
+      return CUPTI_SUCCESS;
     default:
       return CUPTI_ERROR_NOT_COMPATIBLE;
   }
@@ -399,7 +452,9 @@ FAKE_API CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t
   if (cbid < st().driver_api_records.size()) st().driver_api_records[cbid] = enable != 0;
   return CUPTI_SUCCESS;
 }
-FAKE_API CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId, uint8_t) {
+FAKE_API CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+  std::lock_guard<std::mutex> lock(st().mu);
+  if (cbid < st().runtime_api_records.size()) st().runtime_api_records[cbid] = enable != 0;
   return CUPTI_SUCCESS;
 }
 
@@ -441,6 +496,8 @@ FAKE_API CUptiResult cuptiFinalize(void) {
   s.complete = nullptr;
   s.kernels = s.memcpy = s.memset = s.markers = false;
   std::fill(s.driver_cb.begin(), s.driver_cb.end(), false);
+  std::fill(s.runtime_cb.begin(), s.runtime_cb.end(), false);
   std::fill(s.driver_api_records.begin(), s.driver_api_records.end(), false);
+  std::fill(s.runtime_api_records.begin(), s.runtime_api_records.end(), false);
   return CUPTI_SUCCESS;
 }

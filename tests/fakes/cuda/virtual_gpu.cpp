@@ -132,11 +132,12 @@ void VirtualGpu::wait_not_pending(std::unique_lock<std::mutex>& lock, FakeStream
 }
 
 void VirtualGpu::run(FakeStream* s, int kind, const char* name, int64_t duration_ns, uint64_t bytes,
-                     uint32_t cbid, const void* params, uint32_t graph_id) {
+                     uint32_t cbid, const void* params, uint32_t runtime_cbid, uint32_t graph_id) {
   const int64_t enter = mono_ns();
   const char* interned = intern(name);
   const uint32_t corr = next_correlation();
   const NcclwatchFakeCuptiHooks* h = hooks();
+  if (h && runtime_cbid != 0) h->runtime_api(0, runtime_cbid, corr);
   if (h && cbid != 0) h->launch_enter(cbid, "cuLaunchKernel", interned, params, corr);
   NcclwatchFakeActivity a{};
   {
@@ -156,11 +157,13 @@ void VirtualGpu::run(FakeStream* s, int kind, const char* name, int64_t duration
          bytes};
   }
   if (h) {
+    if (cbid != 0) h->launch_exit(cbid, params, corr);
     h->activity(&a);
     if (cbid != 0) {
-      NcclwatchFakeApiCall call{cbid, corr, gettid_u32(), enter, mono_ns()};
+      NcclwatchFakeApiCall call{cbid, runtime_cbid, corr, gettid_u32(), enter, mono_ns()};
       h->api_call(&call);
     }
+    if (runtime_cbid != 0) h->runtime_api(1, runtime_cbid, corr);
   }
 }
 
@@ -176,13 +179,18 @@ int64_t VirtualGpu::nccl_launch(FakeStream* s, const char* name, uint64_t* token
     h->launch_enter(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, "cuLaunchKernelEx", interned, &params,
                     corr);
   }
-  std::unique_lock<std::mutex> lock(mu_);
-  wait_not_pending(lock, s);
-  int64_t start = std::max(launch_time_locked(), s->free_ns);
-  s->pending++;
-  uint64_t t = next_token_++;
-  pending_[t] = Pending{s, interned, start, corr, gettid_u32(), enter, mono_ns()};
-  *token = t;
+  int64_t start = 0;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    wait_not_pending(lock, s);
+    start = std::max(launch_time_locked(), s->free_ns);
+    s->pending++;
+    uint64_t t = next_token_++;
+    pending_[t] = Pending{s, interned, start, corr, gettid_u32(), enter, mono_ns()};
+    *token = t;
+  }
+  if (const auto* h = hooks())
+    h->launch_exit(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &params, corr);
   return start;
 }
 
@@ -210,8 +218,12 @@ void VirtualGpu::nccl_complete(uint64_t token, int64_t end_ns) {
                             0,
                             0};
     h->activity(&a);
-    NcclwatchFakeApiCall call{CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, p.correlation, p.tid,
-                              p.launch_enter_ns, p.launch_exit_ns};
+    NcclwatchFakeApiCall call{CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+                              0,
+                              p.correlation,
+                              p.tid,
+                              p.launch_enter_ns,
+                              p.launch_exit_ns};
     h->api_call(&call);
   }
 }

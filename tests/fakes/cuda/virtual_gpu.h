@@ -46,9 +46,10 @@ class VirtualGpu {
   void destroy_stream(FakeStream* s);
 
   // A compute kernel, memcpy or memset: queued now, runs `duration_ns`.
-  // `cbid`: the driver launch reported to CUPTI (0 = no launch callback, e.g. memcpy).
+  // `cbid`: the driver launch reported to CUPTI (0 = no launch callback, e.g. memcpy);
+  // `runtime_cbid`: the runtime function it was made from (cudaLaunchKernel...), 0 for none.
   void run(FakeStream* s, int kind, const char* name, int64_t duration_ns, uint64_t bytes,
-           uint32_t cbid, const void* driver_params, uint32_t graph_id = 0);
+           uint32_t cbid, const void* driver_params, uint32_t runtime_cbid, uint32_t graph_id = 0);
 
   // The seam: launch an NCCL kernel (start returned), complete it with its end.
   int64_t nccl_launch(FakeStream* s, const char* name, uint64_t* token);

@@ -189,8 +189,19 @@ TEST(GpuTimeline, ComputeOverlapsCommunicationAsModelled) {
     if (c.kernel.start_ns < ar->end && c.kernel.end_ns > ar->start) ++overlapping;
   }
   EXPECT_GE(overlapping, 1);
-  // Host side of launches, memcpy and the NVTX step ranges are there too.
-  EXPECT_GE(run.of(RecordKind::kLaunch).size(), 21u);
+  // Host side of launches, memcpy and the NVTX step ranges are there too. Every kernel's launch
+  // record: the compute kernels' from the runtime function the application called (CUPTI gives
+  // no driver record for the driver call inside it), NCCL's from its direct driver launch.
+  std::map<uint32_t, uint8_t> api_of;  // correlation -> LaunchApi
+  for (const auto& l : run.of(RecordKind::kLaunch)) api_of[l.launch.correlation] = l.prefix.u8a;
+  for (const auto& c : compute) {
+    ASSERT_TRUE(api_of.count(c.kernel.correlation)) << "no launch record for a compute kernel";
+    EXPECT_EQ(api_of[c.kernel.correlation], uint8_t(ncclwatch::format::LaunchApi::kRuntimeKernel));
+  }
+  for (const auto& k : nccl) {
+    ASSERT_TRUE(api_of.count(k.kernel.correlation)) << "no launch record for an NCCL kernel";
+    EXPECT_EQ(api_of[k.kernel.correlation], uint8_t(ncclwatch::format::LaunchApi::kDriverKernel));
+  }
   int memcpys = 0;
   for (const auto& k : run.of(RecordKind::kKernel)) {
     if (k.prefix.u8a == uint8_t(ncclwatch::format::ActivityKind::kMemcpy)) {

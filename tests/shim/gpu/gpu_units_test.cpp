@@ -172,6 +172,44 @@ TEST(ActivityConverter, KernelMemcpyApiAndMarkersBecomeRecords) {
   EXPECT_EQ(text_of(sunk.back().nvtx.name_id), "step");
 }
 
+// A range open when tracing began ends without a start: nothing of it was recorded, so nothing
+// is lost (a real run's first NVTX range did so and made a healthy report warn of a loss). A
+// start overwritten by 1024 newer open ranges is lost and counted once, not again at its end.
+TEST(ActivityConverter, RangeEndWithoutItsStartIsNoLoss) {
+  sunk.clear();
+  ClockConverter clock;
+  clock.use_host_clock();
+  ActivityConverter conv(&sink, clock, KernelFilter{});
+  CUpti_ActivityMarker2 end{};
+  end.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  end.flags = CUPTI_ACTIVITY_FLAG_MARKER_END;
+  end.id = 7;
+  end.timestamp = 900;
+  conv.convert(reinterpret_cast<CUpti_Activity*>(&end));
+  EXPECT_TRUE(sunk.empty());
+  EXPECT_EQ(conv.stats().unknown, 0u);
+  EXPECT_EQ(conv.stats().unmatched_ends, 1u);
+
+  CUpti_ActivityMarker2 start{};
+  start.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  start.flags = CUPTI_ACTIVITY_FLAG_MARKER_START;
+  start.name = "r";
+  for (uint32_t id : {1u, 1u + 1024u}) {  // the same slot: the first start is lost
+    start.id = id;
+    conv.convert(reinterpret_cast<CUpti_Activity*>(&start));
+  }
+  end.id = 1;
+  conv.convert(reinterpret_cast<CUpti_Activity*>(&end));
+  EXPECT_EQ(conv.stats().unknown, 1u);
+  EXPECT_EQ(conv.stats().unmatched_ends, 2u);
+  end.id = 1 + 1024;
+  conv.convert(reinterpret_cast<CUpti_Activity*>(&end));
+  int ranges = 0;
+  for (const auto& r : sunk) ranges += r.prefix.kind == format::RecordKind::kNvtx;
+  EXPECT_EQ(ranges, 1);  // the surviving range only
+  EXPECT_EQ(sunk.back().prefix.kind, format::RecordKind::kNvtx);
+}
+
 TEST(ActivityConverter, ZeroTimestampsAreDroppedAndCounted) {
   sunk.clear();
   ClockConverter clock;
