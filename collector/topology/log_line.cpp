@@ -224,8 +224,12 @@ bool parse_graph_channel(std::string_view msg, std::vector<std::string>& tokens)
   return true;
 }
 
-// "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB ; OOB eth0:10.0.0.1<0>"
-bool parse_nics(std::string_view msg, HostNics& n) {
+// "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB eth0:10.0.0.1<0>": "[N]name" is a
+// device, a bracket without a number is a flag ("[RO]": relaxed ordering). NCCL 2.28 on a
+// machine without IB devices prints "NET/IB : Using [RO]; OOB eth0:..." (no device): a valid
+// line with nothing to learn, told apart from a damaged one by `nothing`.
+bool parse_nics(std::string_view msg, HostNics& n, bool& nothing) {
+  nothing = false;
   std::string_view t = msg;
   if (!eat(t, "NET/")) return false;
   std::size_t colon = t.find(" : Using ");
@@ -234,12 +238,20 @@ bool parse_nics(std::string_view msg, HostNics& n) {
   t = t.substr(colon + 9);
   std::size_t semi = t.find(';');
   if (semi != std::string_view::npos) t = t.substr(0, semi);
+  bool flags = false;
   for (std::string_view w : words(t)) {
     if (w.front() != '[') continue;
     std::size_t rb = w.find(']');
-    if (rb == std::string_view::npos || rb + 1 >= w.size()) return false;
+    if (rb == std::string_view::npos) return false;
+    int index = 0;
+    if (!whole_int(w.substr(1, rb - 1), index)) {
+      flags = flags || rb + 1 == w.size();  // "[RO]"
+      continue;
+    }
+    if (rb + 1 >= w.size()) return false;  // "[0]" without a name
     n.devices.emplace_back(w.substr(rb + 1));
   }
+  nothing = n.devices.empty() && flags;
   return !n.net.empty() && !n.devices.empty();
 }
 
@@ -339,7 +351,12 @@ ParsedLine parse_log_line(std::string_view line) {
   } else if (msg.substr(0, 4) == "NET/" && msg.find(" : Using ") != std::string_view::npos) {
     p.nics.host = p.prefix.host;
     p.nics.evidence = std::string(msg);
-    set(parse_nics(msg, p.nics), LineKind::kNics);
+    bool nothing = false;
+    const bool ok = parse_nics(msg, p.nics, nothing);
+    if (nothing)
+      p.kind = LineKind::kKnown;
+    else
+      set(ok, LineKind::kNics);
   } else if (msg.substr(0, 4) == "NET/" || msg.substr(0, 10) == "Bootstrap " ||
              msg.substr(0, 10) == "Connected " || msg.substr(0, 5) == "Tree " ||
              msg.substr(0, 14) == "Using network ") {

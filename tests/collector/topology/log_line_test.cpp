@@ -213,6 +213,12 @@ TEST(LogLine, ChannelCountsAndNics) {
   EXPECT_EQ(s.nics.devices.size(), 2u);
   EXPECT_EQ(P("NET/IB : No device found.").kind, LineKind::kKnown);
   EXPECT_EQ(P("NET/IB : Using [0]").kind, LineKind::kMalformed);
+  // "[RO]" is a flag (relaxed ordering), not a device; NCCL 2.28 prints it alone without IB.
+  EXPECT_EQ(P("NET/IB : Using [RO]; OOB eth0:192.0.2.2<0>").kind, LineKind::kKnown);
+  auto ro = P("NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB eth0:10.0.0.1<0>");
+  ASSERT_EQ(ro.kind, LineKind::kNics);
+  ASSERT_EQ(ro.nics.devices.size(), 2u);
+  EXPECT_EQ(ro.nics.devices[1], "mlx5_1:1/IB");
 }
 
 TEST(LogLine, Nvls) {

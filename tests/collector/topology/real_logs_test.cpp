@@ -1,4 +1,5 @@
-// Excerpts of real logs from public issue threads (data/real/README.md names each source).
+// Excerpts of real logs from public issue threads, and this project's own run on a GPU
+// (data/real/README.md names each source).
 #include <gtest/gtest.h>
 
 #include "topology/checks.h"
@@ -138,6 +139,20 @@ TEST(RealLogs, HealthyExcerptsHaveNoFinding) {
     EXPECT_GT(r.set.stats.used, 0u);
     EXPECT_TRUE(r.findings.empty()) << r.findings[0].kind;
   }
+}
+
+// NCCL 2.28.9 under PyTorch 2.11 on one H200 without IB devices (scripts/gpu-check.sh's run):
+// "NET/IB : Using [RO]; OOB eth0:..." names no device, only the relaxed-ordering flag; it was
+// counted malformed. Every line is read now, and one rank alone is no finding.
+TEST(RealLogs, Nccl228OneRankOnAnH200) {
+  Result r = run({"ncclwatch-h200-2.28.9-one-rank.log"});
+  EXPECT_EQ(r.set.stats.malformed, 0u);
+  EXPECT_GT(r.set.stats.used, 100u);
+  ASSERT_EQ(r.set.versions.size(), 1u);
+  EXPECT_EQ(r.set.versions[0], "2.28.9+cuda13.0");
+  ASSERT_EQ(r.groups.size(), 1u);
+  EXPECT_EQ(r.groups[0].nranks, 1);
+  EXPECT_TRUE(r.findings.empty()) << r.findings[0].kind;
 }
 
 TEST(RealLogs, IbextTransportAndGraphChannel) {
