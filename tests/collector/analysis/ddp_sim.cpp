@@ -289,8 +289,9 @@ SimJob simulate(const SimParams& p) {
       const SimRank& sr = p.ranks[r];
       RankState& rs = st[r];
       int64_t stall = sr.host_stall_ns + (sr.host_stall_ns ? jit() : 0);
-      if (sr.spike_every > 0 && (s + 1) % sr.spike_every == 0) stall += sr.spike_ns;
-      if (s == sr.extra_spike_step) stall += sr.spike_ns;
+      if (sr.spike_every > 0 && (s + 1 + sr.spike_phase) % sr.spike_every == 0)
+        stall += sr.spike_ns;
+      if (s == sr.extra_spike_step) stall += sr.extra_spike_ns ? sr.extra_spike_ns : sr.spike_ns;
       stall += noise_delay(rng, p.noise, amp, false);
       step_begin[r] = rs.host_ready;
       const int64_t issue = rs.host_ready + stall;

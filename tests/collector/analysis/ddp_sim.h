@@ -21,8 +21,10 @@ struct SimRank {
   int64_t host_stall_ns = 0;   // every step, before the input copy (data loading)
   int64_t spike_ns = 0;        // extra stall on steps s with (s + 1) % spike_every == 0
   int spike_every = 0;
-  int extra_spike_step = -1;  // one more spike_ns stall on this (0-based) step
-  int64_t clock_skew_ns = 0;  // this rank's clock reads true time + skew
+  int spike_phase = 0;         // spikes on steps s with (s + 1 + spike_phase) % spike_every == 0
+  int extra_spike_step = -1;   // one more stall on this (0-based) step ...
+  int64_t extra_spike_ns = 0;  // ... of this long (0: spike_ns)
+  int64_t clock_skew_ns = 0;   // this rank's clock reads true time + skew
 };
 
 // Delays on every rank, none of them a straggler (ground truth: clean). Amplitude A =

@@ -129,6 +129,52 @@ TEST(Pattern, CheckpointSeenThroughAnOddHiccup) {
   EXPECT_EQ(r.json["pattern"]["period_steps"], 4);
 }
 
+// Three sightings are the least a checkpoint is called on, so they must look like saves: the
+// same size each time (a save writes the same state; jitter comes in any size), and none of them
+// the first steady step (it carries what warm-up left). A real H200 run of 70 launch-bound steps
+// idled longer at steps 2, 33 and 64 by 0.95, 1.42 and 0.35 ms and was called a checkpoint. A
+// fourth sighting is evidence enough.
+TEST(Pattern, ThreeStallsOfUnequalSizeAreNoCheckpointButFourAre) {
+  for (const int steps : {13, 17}) {  // stalls before steps 3, 7, 11 (and 15); 7's three times
+    SCOPED_TRACE(steps);
+    auto p = testing::sim_params(4, 2);
+    p.steps = steps;
+    for (auto& s : p.ranks) {
+      s.spike_ns = 30'000'000;
+      s.spike_every = 4;
+      s.extra_spike_step = 7;
+      s.extra_spike_ns = 60'000'000;
+    }
+    const model::Report r = run(p);
+    if (steps == 13) {
+      EXPECT_NE(row(r), "checkpoint") << r.json["pattern"].dump();
+    } else {
+      EXPECT_EQ(row(r), "checkpoint") << r.json["pattern"].dump();
+      EXPECT_EQ(r.json["pattern"]["spike_steps"], nlohmann::json({4, 8, 12, 16}));
+    }
+  }
+}
+
+TEST(Pattern, TheFirstSteadyStepIsNeverASave) {
+  for (const int steps : {13, 17}) {  // stalls before steps 1, 5, 9 (and 13); step 0 warms up
+    SCOPED_TRACE(steps);
+    auto p = testing::sim_params(4, 2);
+    p.steps = steps;
+    for (auto& s : p.ranks) {
+      s.spike_ns = 30'000'000;
+      s.spike_every = 4;
+      s.spike_phase = 2;
+    }
+    const model::Report r = run(p);
+    if (steps == 13) {
+      EXPECT_NE(row(r), "checkpoint") << r.json["pattern"].dump();
+    } else {
+      EXPECT_EQ(row(r), "checkpoint") << r.json["pattern"].dump();
+      EXPECT_EQ(r.json["pattern"]["spike_steps"], nlohmann::json({6, 10, 14}));
+    }
+  }
+}
+
 TEST(Pattern, IrregularStallsAreNoCheckpoint) {
   // Stalls before steps 3, 4 and 9 only: no spacing holds 3 of them.
   auto p = testing::sim_params(2, 1);
