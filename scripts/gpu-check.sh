@@ -13,6 +13,11 @@
 #     timestamps on the host clock; lite mode: a GPU interval for every collective;
 #  4. prints the step-time overhead of full and lite mode against no shim (targets: <= 1 % full,
 #     <= 0.3 % lite), and a block to paste into the README with the date and GPU.
+#  5. runs the front door too (`ncclwatch run --mode full -- torchrun ...`) and writes the report
+#     of each run (text, JSON, HTML) where the results go.
+# NCCLWATCH_PREBUILT=DIR skips the build and uses DIR/lib/libncclwatch.so and DIR/tools/ncclwatch
+# (a build tree's layout), with DIR/deps on the CLI's library path (for a machine that lacks the
+# build dependencies). Results (log, reports, traces) go to $NCCLWATCH_GPUCHECK_OUT when set.
 # Exit status: 0 when every check passed, 1 otherwise (2 when the machine lacks something).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
@@ -28,18 +33,32 @@ command -v torchrun >/dev/null || { echo "gpu-check: no torchrun (PyTorch) on PA
 python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' ||
   { echo "gpu-check: PyTorch sees no CUDA device"; exit 2; }
 
-echo "== build"
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNCCLWATCH_BENCHMARKS=OFF >"$work/cmake.log" 2>&1 ||
-  { tail -20 "$work/cmake.log"; exit 1; }
-cmake --build "$build" -j "$(nproc)" --target ncclwatch_shim ncclwatch >"$work/build.log" 2>&1 ||
-  { tail -30 "$work/build.log"; exit 1; }
-shim=$build/lib/libncclwatch.so
-cli=$build/tools/ncclwatch
+results=${NCCLWATCH_GPUCHECK_OUT:-}
+[ -n "$results" ] && mkdir -p "$results"
+if [ -n "${NCCLWATCH_PREBUILT:-}" ]; then
+  echo "== prebuilt: $NCCLWATCH_PREBUILT"
+  shim=$NCCLWATCH_PREBUILT/lib/libncclwatch.so
+  cli_bin=$NCCLWATCH_PREBUILT/tools/ncclwatch
+  cli() { LD_LIBRARY_PATH="$NCCLWATCH_PREBUILT/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$cli_bin" "$@"; }
+else
+  echo "== build"
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNCCLWATCH_BENCHMARKS=OFF >"$work/cmake.log" 2>&1 ||
+    { tail -20 "$work/cmake.log"; exit 1; }
+  cmake --build "$build" -j "$(nproc)" --target ncclwatch_shim ncclwatch >"$work/build.log" 2>&1 ||
+    { tail -30 "$work/build.log"; exit 1; }
+  shim=$build/lib/libncclwatch.so
+  cli_bin=$build/tools/ncclwatch
+  cli() { "$cli_bin" "$@"; }
+fi
+[ -f "$shim" ] && cli --version >/dev/null || { echo "gpu-check: no usable shim/CLI ($shim, $cli_bin)"; exit 2; }
 
 # A small DDP job: an MLP big enough for several gradient buckets, NVTX "step" ranges, 10
-# warm-up steps then 60 timed steps. Rank 0 prints the mean step time.
+# warm-up steps then GPUCHECK_STEPS (200) timed steps of GPUCHECK_BATCH (256) rows, each ended by
+# a synchronize as a training loop that logs its loss is. Rank 0 prints the median step time.
+# Batch 256 is launch-bound (~80 kernels of a few us per step: the worst case for a tracer's
+# per-kernel cost); 4096 is a GPU-bound step.
 cat >"$work/train_ddp.py" <<'PY'
-import os, time, torch, torch.distributed as dist
+import os, statistics, time, torch, torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 dist.init_process_group("nccl")
 rank = dist.get_rank()
@@ -47,42 +66,50 @@ torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_c
 model = torch.nn.Sequential(*[m for _ in range(8) for m in (torch.nn.Linear(2048, 2048), torch.nn.ReLU())]).cuda()
 ddp = DDP(model, bucket_cap_mb=8)
 opt = torch.optim.SGD(ddp.parameters(), lr=1e-3)
-x = torch.randn(256, 2048, device="cuda")
+x = torch.randn(int(os.environ.get("GPUCHECK_BATCH", "256")), 2048, device="cuda")
+# GPUCHECK_A2A=1: an all-to-all per step too. With one rank NCCL completes all-reduces without
+# a kernel; its send/receive to itself runs one, so the NCCL kernel path is exercised.
+a2a = os.environ.get("GPUCHECK_A2A") == "1"
+a2a_in = torch.randn(1 << 18, device="cuda")
+a2a_out = torch.empty_like(a2a_in)
 def step():
     with torch.cuda.nvtx.range("step"):
         opt.zero_grad(set_to_none=True)
         ddp(x).square().mean().backward()
+        if a2a:
+            dist.all_to_all_single(a2a_out, a2a_in)
         opt.step()
+    torch.cuda.synchronize()
 for _ in range(10):
     step()
-torch.cuda.synchronize()
-t0 = time.perf_counter()
-n = 60
-for _ in range(n):
+times = []
+for _ in range(int(os.environ.get("GPUCHECK_STEPS", "200"))):
+    t0 = time.perf_counter()
     step()
-torch.cuda.synchronize()
-ms = (time.perf_counter() - t0) * 1000 / n
+    times.append(time.perf_counter() - t0)
 if rank == 0:
-    print(f"STEP_MS {ms:.3f}", flush=True)
+    print(f"STEP_MS {statistics.median(times) * 1000:.4f}", flush=True)
 dist.destroy_process_group()
 PY
 
 # run_job NAME NPROC [ENV...]: runs the job, leaves traces in $work/NAME and the step time (ms)
-# in $work/NAME.ms ("nan" when it failed).
+# in $work/NAME.ms ("nan" when it failed). RUN_PREFIX (an array) goes before torchrun.
+RUN_PREFIX=()
 run_job() {
   local name=$1 nproc=$2
   shift 2
   mkdir -p "$work/$name"
   echo nan >"$work/$name.ms"
   env "$@" NCCLWATCH_DIR="$work/$name" NCCLWATCH_JOB="gpucheck-$name" \
-    timeout 120 torchrun --standalone --nproc_per_node="$nproc" "$work/train_ddp.py" \
+    timeout 180 "${RUN_PREFIX[@]}" torchrun --standalone --nproc_per_node="$nproc" "$work/train_ddp.py" \
     >"$work/$name.out" 2>"$work/$name.err"
   local rc=$?
-  grep -h '^ncclwatch:' "$work/$name.err" | sort | uniq -c | sed "s/^/  [$name] /"
+  grep -h '^ncclwatch:' "$work/$name.err" | sort | uniq -c | head -20 | sed "s/^/  [$name] /"
+  [ -n "$results" ] && cp "$work/$name.out" "$work/$name.err" "$results/" 2>/dev/null
   if [ $rc -ne 0 ]; then
     fail "$name: job exited $rc"
     tail -15 "$work/$name.err"
-    return
+    return 1
   fi
   awk '/^STEP_MS/ {print $2}' "$work/$name.out" | head -1 >"$work/$name.ms"
 }
@@ -90,13 +117,10 @@ run_job() {
 # NVTX ranges reach CUPTI only through NVTX's injection hook, which must name the same libcupti
 # the shim uses: PyTorch's own (pip package nvidia-cuda-cupti) when it has one.
 cupti=$(python3 - <<'PY' 2>/dev/null
-import glob, os
-try:
-    import nvidia.cuda_cupti as m
-    hits = sorted(glob.glob(os.path.join(list(m.__path__)[0], "lib", "libcupti.so*")))
-    print(hits[0] if hits else "")
-except Exception:
-    print("")
+# pip's CUDA 12 layout: nvidia/cuda_cupti/lib; CUDA 13: nvidia/cu13/lib (beside libcudart).
+import glob, os, nvidia
+hits = sorted(h for d in nvidia.__path__ for h in glob.glob(os.path.join(d, "**", "libcupti.so*"), recursive=True))
+print(hits[0] if hits else "")
 PY
 )
 cupti_env=()
@@ -105,98 +129,88 @@ if [ -n "$cupti" ]; then
   echo "== using PyTorch's CUPTI: $cupti"
 fi
 
-# check_traces NAME MODE: every trace of the job checked with `ncclwatch dump` + a small parser.
+# check_traces NAME MODE: every trace of the job checked with `ncclwatch dump` and
+# scripts/gpu_trace_check.py, then the job's report (text, JSON, HTML) kept with the results.
 check_traces() {
   local name=$1 mode=$2 n=0
   for trace in "$work/$name"/*.trace; do
     [ -e "$trace" ] || { fail "$name: no trace file"; return; }
     n=$((n + 1))
-    "$cli" dump "$trace" --header >"$trace.jsonl" 2>"$trace.dump.err" || { fail "$name: dump failed"; cat "$trace.dump.err"; continue; }
-    python3 - "$trace.jsonl" "$mode" "$name" <<'PY' || failures=$((failures + 1))
-import json, sys
-path, mode, name = sys.argv[1], sys.argv[2], sys.argv[3]
-recs = [json.loads(l) for l in open(path)]
-hdr = recs[0]
-kinds = {}
-for r in recs[1:]:
-    kinds.setdefault(r.get("kind"), []).append(r)
-calls = kinds.get("call", [])
-problems = []
-def need(cond, msg):
-    if not cond:
-        problems.append(msg)
-need(hdr.get("mode") == {"full": 1, "lite": 2}[mode], f"header mode {hdr.get('mode')} for {mode}")
-need(len(calls) >= 70, f"only {len(calls)} NCCL calls")
-for c in calls:
-    need(c["t_enter_ns"] <= c["t_exit_ns"], f"call exits before it enters: {c}")
-t0 = min(c["t_enter_ns"] for c in calls) if calls else 0
-t1 = max(c["t_exit_ns"] for c in calls) if calls else 0
-plausible = lambda t: t0 - 120e9 <= t <= t1 + 120e9  # same clock, within the run
-if mode == "full":
-    kernels = [k for k in kinds.get("kernel", []) if k["activity"] == "kernel"]
-    nccl = {k["correlation"]: k for k in kernels if k["nccl"]}
-    compute = [k for k in kernels if not k["nccl"]]
-    need(len(nccl) >= len(calls), f"{len(nccl)} NCCL kernels for {len(calls)} calls")
-    need(len(compute) >= 60 * 10, f"only {len(compute)} compute kernels")
-    for k in kernels:
-        need(0 < k["start_ns"] <= k["end_ns"] and plausible(k["start_ns"]), f"implausible kernel {k['name']} {k['start_ns']} {k['end_ns']}")
-    by_key = {(c["comm_id"], c["seq"]): c for c in calls}
-    tied = 0
-    for l in kinds.get("kernel_link", []):
-        k = nccl.get(l["correlation"])
-        c = by_key.get((l["comm_id"], l["seq"]))
-        if k is None or c is None:
-            continue
-        tied += 1
-        # The launch happens inside the call; the kernel cannot start before it (1 ms slack for
-        # CUPTI's interpolation onto the host clock).
-        need(k["start_ns"] >= c["t_enter_ns"] - 1e6, f"kernel starts before its call: {k['start_ns']} < {c['t_enter_ns']}")
-    need(tied >= len(calls) * 0.95, f"only {tied} of {len(calls)} calls tied to their kernel")
-    steps = [r for r in kinds.get("nvtx", [])]
-    # Reported, not required: NVTX reaches CUPTI only with NVTX_INJECTION64_PATH (see above).
-    for r in steps:
-        need(r["start_ns"] <= r["end_ns"] and plausible(r["start_ns"]), f"implausible NVTX range {r}")
-    print(f"  [{name}] {len(calls)} calls, {len(nccl)} NCCL kernels ({tied} tied), {len(compute)} compute kernels, {len(steps)} NVTX ranges")
-else:
-    coll = kinds.get("coll_gpu", [])
-    need(len(coll) >= len(calls) * 0.95, f"{len(coll)} GPU intervals for {len(calls)} calls")
-    for g in coll:
-        need(0 < g["start_ns"] <= g["end_ns"] and plausible(g["start_ns"]), f"implausible interval {g}")
-    need(not kinds.get("kernel"), "kernel records in lite mode")
-    print(f"  [{name}] {len(calls)} calls, {len(coll)} CUDA-event intervals")
-for p in problems[:10]:
-    print(f"FAIL: {name}: {p}")
-sys.exit(1 if problems else 0)
-PY
+    cli dump "$trace" --header >"$trace.jsonl" 2>"$trace.dump.err" || { fail "$name: dump failed"; cat "$trace.dump.err"; continue; }
+    python3 "$root/scripts/gpu_trace_check.py" "$trace.jsonl" "$mode" "$name" || failures=$((failures + 1))
   done
+  cli report "$work/$name" --json "$work/$name.report.json" --html "$work/$name.report.html" \
+    >"$work/$name.report.txt" 2>"$work/$name.report.err"
+  local rc=$?
+  # 0: nothing at warning level; 3: findings at warning level (README, exit codes).
+  [ $rc -eq 0 ] || [ $rc -eq 3 ] || { fail "$name: report exited $rc"; cat "$work/$name.report.err"; }
+  sed "s/^/  [$name report] /" "$work/$name.report.txt" | head -40
+  if [ -n "$results" ]; then
+    cp "$work/$name".report.* "$results/" 2>/dev/null
+    tar -C "$work" -czf "$results/$name-traces.tar.gz" "$name" 2>/dev/null
+  fi
 }
 
-echo "== runs (1 rank)"
-run_job none 1
-run_job full 1 LD_PRELOAD="$shim" NCCLWATCH_MODE=full "${cupti_env[@]}"
-run_job lite 1 LD_PRELOAD="$shim" NCCLWATCH_MODE=lite
-run_job none2 1  # again, to see the run-to-run noise the overheads sit in
-base=$(cat "$work/none.ms") full=$(cat "$work/full.ms") lite=$(cat "$work/lite.ms") base2=$(cat "$work/none2.ms")
-check_traces full full
-check_traces lite lite
-
-nccl_version=$(python3 -c 'import torch; print(".".join(map(str, torch.cuda.nccl.version())))' 2>/dev/null || echo unknown)
-if python3 -c 'import torch, sys; v = torch.cuda.nccl.version(); sys.exit(0 if tuple(v) >= (2, 30) else 1)' 2>/dev/null; then
-  echo "== 2 ranks on one GPU (NCCL $nccl_version, NCCL_MULTI_RANK_GPU_ENABLE=1)"
-  run_job full2 2 LD_PRELOAD="$shim" NCCLWATCH_MODE=full NCCL_MULTI_RANK_GPU_ENABLE=1 "${cupti_env[@]}"
-  check_traces full2 full
+rounds=${GPUCHECK_ROUNDS:-3}
+if [ "${GPUCHECK_QUICK:-0}" = 1 ]; then
+  # The traces of one full-mode run and the front door's, no overhead figures.
+  echo "== quick: one full-mode run (1 rank, batch 256, with an all-to-all per step)"
+  run_job full-256-1 1 GPUCHECK_BATCH=256 GPUCHECK_A2A=1 LD_PRELOAD="$shim" NCCLWATCH_MODE=full "${cupti_env[@]}"
+  check_traces full-256-1 full
 else
-  echo "== 2 ranks on one GPU: skipped (NCCL $nccl_version < 2.30)"
+  echo "== runs (1 rank): no shim, full mode, lite mode; two sizes, interleaved, $rounds rounds"
+  for round in $(seq 1 "$rounds"); do
+    for batch in 256 4096; do
+      run_job "none-$batch-$round" 1 GPUCHECK_BATCH=$batch
+      run_job "full-$batch-$round" 1 GPUCHECK_BATCH=$batch LD_PRELOAD="$shim" NCCLWATCH_MODE=full "${cupti_env[@]}"
+      run_job "lite-$batch-$round" 1 GPUCHECK_BATCH=$batch LD_PRELOAD="$shim" NCCLWATCH_MODE=lite
+    done
+  done
+  check_traces full-256-1 full
+  check_traces lite-256-1 lite
+  check_traces full-4096-1 full
 fi
 
-overhead() { python3 -c "import sys; b=(float(sys.argv[1])+float(sys.argv[3]))/2; print(f'{(float(sys.argv[2])-b)/b*100:+.2f} %')" "$base" "$1" "$base2" 2>/dev/null || echo "n/a"; }
+echo "== the front door: ncclwatch run --mode full -- torchrun ... (with an all-to-all per step)"
+RUN_PREFIX=("$cli_bin" run --mode full --no-progress --dir "$work/run" --)
+if [ -n "${NCCLWATCH_PREBUILT:-}" ]; then
+  RUN_PREFIX=(env LD_LIBRARY_PATH="$NCCLWATCH_PREBUILT/deps" "${RUN_PREFIX[@]}")
+fi
+GPUCHECK_STEPS=60 run_job run 1 GPUCHECK_STEPS=60 GPUCHECK_A2A=1 "${cupti_env[@]}" && check_traces run full
+RUN_PREFIX=()
+
+nccl_version=$(python3 -c 'import torch; print(".".join(map(str, torch.cuda.nccl.version())))' 2>/dev/null || echo unknown)
+# NCCL refuses two ranks of one communicator on one GPU ("Duplicate GPU detected") unless a
+# version that allows it is told to; tried either way, reported, not required.
+echo "== 2 ranks on one GPU (NCCL $nccl_version, NCCL_MULTI_RANK_GPU_ENABLE=1): tried, not required"
+before=$failures
+if [ "${GPUCHECK_TRY_2:-1}" != 1 ]; then
+  echo "  [full2] skipped (GPUCHECK_TRY_2=0)"
+elif run_job full2 2 LD_PRELOAD="$shim" NCCLWATCH_MODE=full NCCL_MULTI_RANK_GPU_ENABLE=1 GPUCHECK_STEPS=60 "${cupti_env[@]}"; then
+  check_traces full2 full
+else
+  grep -m1 -i 'duplicate gpu\|invalid usage' "$work/full2.err" | sed 's/^/  [full2] /'
+  failures=$before
+  echo "  [full2] not possible on this machine (not counted as a failure)"
+fi
+
+# median_ms CONFIG BATCH: the median over the rounds of each run's median step time.
+median_ms() {
+  cat "$work/$1-$2-"[0-9].ms | python3 -c 'import sys, statistics; v=[float(x) for x in sys.stdin.read().split() if x != "nan"]; print(f"{statistics.median(v):.4f}" if v else "nan")'
+}
+overhead() { python3 -c "import sys; b=float(sys.argv[1]); print(f'{(float(sys.argv[2])-b)/b*100:+.2f} %')" "$1" "$2" 2>/dev/null || echo "n/a"; }
 gpu=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)
 torch_version=$(python3 -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)')
 echo
 echo "== result (paste into README)"
 echo "gpu-check.sh on $(date -u +%Y-%m-%d): $gpu; PyTorch $torch_version; NCCL $nccl_version"
-echo "  step time without shim: $base ms / $base2 ms (two runs)"
-echo "  full mode (CUPTI):      $full ms, overhead $(overhead "$full") (target <= 1 %)"
-echo "  lite mode (CUDA events): $lite ms, overhead $(overhead "$lite") (target <= 0.3 %)"
+echo "  median step time over $rounds interleaved rounds (each run's median of 200 steps; 1 rank):"
+for batch in 256 4096; do
+  [ "${GPUCHECK_QUICK:-0}" = 1 ] && break
+  base=$(median_ms none $batch) full=$(median_ms full $batch) lite=$(median_ms lite $batch)
+  echo "  batch $batch: no shim $base ms (runs: $(cat "$work/none-$batch-"[0-9].ms | tr '\n' ' '))"
+  echo "    full mode (CUPTI):       $full ms, overhead $(overhead "$base" "$full") (runs: $(cat "$work/full-$batch-"[0-9].ms | tr '\n' ' '))"
+  echo "    lite mode (CUDA events): $lite ms, overhead $(overhead "$base" "$lite") (runs: $(cat "$work/lite-$batch-"[0-9].ms | tr '\n' ' '))"
+done
 echo "  checks: $([ $failures -eq 0 ] && echo passed || echo "$failures FAILED")"
 [ $failures -eq 0 ]
