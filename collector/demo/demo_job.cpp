@@ -189,17 +189,10 @@ std::string check_demo_dir(const std::string& demo_dir) {
   return "";
 }
 
-std::string simulated_line(const Scenario& s) {
-  return fmt::format(
-      "SIMULATED job (ncclwatch demo {}): {} ranks on 2 simulated hosts running the stand-in "
-      "NCCL/CUDA/CUPTI libraries bundled with ncclwatch, no GPU; injected: {}",
-      s.name, kRanks, s.injected);
-}
-
 int run_demo(const DemoRequest& req, std::FILE* out, std::FILE* err) {
   const std::optional<std::string> dir = trace_dir(req, err);
   if (!dir) return 1;
-  const std::string job = fmt::format("SIMULATED-demo-{}", req.scenario->name);
+  const std::string job = demo_job_id(*req.scenario);
   std::fprintf(out, "%s\n\n", simulated_line(*req.scenario).c_str());
   std::fflush(out);
   const std::string log = (fs::path(*dir) / "demo-job.log").string();

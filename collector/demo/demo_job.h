@@ -24,9 +24,6 @@ struct DemoRequest {
 // What is missing from `demo_dir` for the demo to run ("" when nothing): the one line to say.
 std::string check_demo_dir(const std::string& demo_dir);
 
-// The line every output carries: "SIMULATED job (ncclwatch demo NAME): ...".
-std::string simulated_line(const Scenario& scenario);
-
 // Runs the job and prints the report on `out` (messages on `err`). The CLI's exit status: 0 when
 // the report and the page were written (the findings are the point of a demo), 1 when the job
 // could not run as it should or an output could not be written.

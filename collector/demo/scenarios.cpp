@@ -110,6 +110,31 @@ const Scenario* find_scenario(std::string_view name) {
   return nullptr;
 }
 
+namespace {
+constexpr std::string_view kDemoJobPrefix = "SIMULATED-demo-";
+}  // namespace
+
+std::string demo_job_id(const Scenario& s) {
+  return fmt::format("{}{}", kDemoJobPrefix, s.name);
+}
+
+std::string simulated_line(const Scenario& s) {
+  return fmt::format(
+      "SIMULATED job (ncclwatch demo {}): {} ranks on 2 simulated hosts running the stand-in "
+      "NCCL/CUDA/CUPTI libraries bundled with ncclwatch, no GPU; injected: {}",
+      s.name, kRanks, s.injected);
+}
+
+std::string simulated_line_of_job(std::string_view job) {
+  if (job.substr(0, kDemoJobPrefix.size()) != kDemoJobPrefix) return "";
+  const std::string_view name = job.substr(kDemoJobPrefix.size());
+  if (const Scenario* s = find_scenario(name)) return simulated_line(*s);
+  return fmt::format(
+      "SIMULATED job (ncclwatch demo, job {}): recorded on the stand-in NCCL/CUDA/CUPTI "
+      "libraries bundled with ncclwatch, no GPU",
+      job);
+}
+
 std::vector<std::string> scenario_lines() {
   std::vector<std::string> out;
   for (const Scenario& s : scenarios())

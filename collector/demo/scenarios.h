@@ -30,6 +30,18 @@ const std::vector<Scenario>& scenarios();
 // The scenario of that name, or nullptr.
 const Scenario* find_scenario(std::string_view name);
 
+// The job id of a scenario's run, "SIMULATED-demo-NAME": the shim records it in every trace
+// file's header (format.h, ProcessInfo::job), so the run stays marked as simulated in the traces
+// it leaves (`ncclwatch demo --dir D`, reported later with `ncclwatch report D`).
+std::string demo_job_id(const Scenario& scenario);
+
+// The line every output of a demo run carries: "SIMULATED job (ncclwatch demo NAME): ...".
+std::string simulated_line(const Scenario& scenario);
+
+// The simulated line of a job recorded by `ncclwatch demo`, told by its job id (demo_job_id; a
+// scenario this version does not know still reads as simulated); "" for any other job.
+std::string simulated_line_of_job(std::string_view job);
+
 // The listing `ncclwatch demo` prints without (or with an unknown) scenario: one line each,
 // "  NAME  what it injects".
 std::vector<std::string> scenario_lines();

@@ -294,7 +294,8 @@ std::string StepWindow::text() const {
 bool ChromeTraceWriter::write(std::FILE* out, const model::JobTrace& job,
                               const model::MatchResult& match, const model::ClockAlignment& clocks,
                               const std::vector<analysis::StepPlan>& plans, StepWindow window,
-                              ChromeTraceStats& stats, std::string& error) {
+                              ChromeTraceStats& stats, std::string& error,
+                              std::string_view simulated) {
   stats = {};
   std::vector<Window> windows;
   windows.reserve(job.ranks.size());
@@ -308,8 +309,11 @@ bool ChromeTraceWriter::write(std::FILE* out, const model::JobTrace& job,
     world = std::max<std::size_t>(world, std::max(0, r.info.world_size));
   std::fputs(fmt::format(R"({{"schemaVersion":1,"displayTimeUnit":"ms","baseTimeNanoseconds":{},)"
                          R"("distributedInfo":{{"backend":"nccl","rank":{},"world_size":{}}},)"
-                         R"("producer":"ncclwatch","traceEvents":[)",
-                         base, std::max(0, first_rank), world)
+                         R"("producer":"ncclwatch",{}"traceEvents":[)",
+                         base, std::max(0, first_rank), world,
+                         simulated.empty()
+                             ? std::string()
+                             : fmt::format(R"("simulated":{},)", nlohmann::json(simulated).dump()))
                  .c_str(),
              out);
   Emitter e(out, base, stats);
@@ -366,7 +370,8 @@ bool ChromeTraceWriter::write(std::FILE* out, const model::JobTrace& job,
 bool ChromeTraceWriter::write_file(const std::string& path, const model::JobTrace& job,
                                    const model::MatchResult& match,
                                    const model::ClockAlignment& clocks, StepWindow window,
-                                   ChromeTraceStats& stats, std::string& error) {
+                                   ChromeTraceStats& stats, std::string& error,
+                                   std::string_view simulated) {
   // The report's steps: each rank's, then the calls per step the ranks agree on (a rank
   // stalling every Nth step would otherwise number its steps N times too long).
   std::vector<analysis::StepPlan> plans;
@@ -398,7 +403,7 @@ bool ChromeTraceWriter::write_file(const std::string& path, const model::JobTrac
     error = fmt::format("{}: {}", path, std::strerror(errno));
     return false;
   }
-  bool ok = write(f, job, match, clocks, plans, window, stats, error);
+  bool ok = write(f, job, match, clocks, plans, window, stats, error, simulated);
   stats.steps_in_job = steps_in_job;
   if (std::fclose(f) != 0 && ok) {
     error = fmt::format("{}: {}", path, std::strerror(errno));

@@ -17,7 +17,8 @@
 // earliest aligned timestamp of the job (baseTimeNanoseconds). distributedInfo carries the
 // world size and the first exported rank; every process_labels' args carry its own rank, world
 // size and ncclwatch_overlap_pct (ncclwatch's HTA-style overlap over the exported kernels a
-// reader ties to a launch in the file, launched before the last exported step ends).
+// reader ties to a launch in the file, launched before the last exported step ends). A run of
+// `ncclwatch demo` says so in the top-level key "simulated" (the JSON report's key and line).
 //
 // Written as it goes (one event at a time to a FILE*): memory stays bounded by the job model the
 // collector already holds. An optional window of steps [first, last] (1-based, each rank's own
@@ -28,6 +29,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/step_plan.h"
@@ -59,13 +61,16 @@ class ChromeTraceWriter {
   // `plans` per JobTrace::ranks index (steps for the ProfilerStep ranges and the window).
   // Returns false (and `error`) when writing fails. write_file also refuses, without creating the
   // file, a window that selects no step of any rank (stats.steps_in_job says how many there are).
+  // `simulated`: not "" for a run of `ncclwatch demo` (the report's line that says so): written
+  // as the top-level key "simulated", as in the JSON report, ahead of the events.
   static bool write(std::FILE* out, const model::JobTrace& job, const model::MatchResult& match,
                     const model::ClockAlignment& clocks,
                     const std::vector<analysis::StepPlan>& plans, StepWindow window,
-                    ChromeTraceStats& stats, std::string& error);
+                    ChromeTraceStats& stats, std::string& error, std::string_view simulated = {});
   static bool write_file(const std::string& path, const model::JobTrace& job,
                          const model::MatchResult& match, const model::ClockAlignment& clocks,
-                         StepWindow window, ChromeTraceStats& stats, std::string& error);
+                         StepWindow window, ChromeTraceStats& stats, std::string& error,
+                         std::string_view simulated = {});
 };
 
 }  // namespace ncclwatch::exporter

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "demo/scenarios.h"
 #include "export/chrome_trace.h"
 #include "export/html_report.h"
 #include "model/message.h"
@@ -124,10 +125,14 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
     options.progress = [&progress](const char* stage) { progress.show(stage); };
     PipelineResult result = run_pipeline(job, options);
     model::Report& report = result.report;
-    if (!req.simulated.empty()) {
-      report.findings.insert(report.findings.begin(),
-                             {model::Severity::kInfo, "demo", req.simulated});
-      report.json["simulated"] = req.simulated;
+    // A demo's run says SIMULATED however it is reported: by `ncclwatch demo`, or later from the
+    // traces it kept, by the job id every trace header records (never by a file beside them).
+    const std::string simulated = !req.simulated.empty() ? req.simulated
+                                  : ncclwatch_traces     ? demo::simulated_line_of_job(job.job)
+                                                         : std::string();
+    if (!simulated.empty()) {
+      report.findings.insert(report.findings.begin(), {model::Severity::kInfo, "demo", simulated});
+      report.json["simulated"] = simulated;
     }
     progress.show("writing the report");
     if (!req.trace_path.empty()) {
@@ -135,7 +140,7 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
       exporter::ChromeTraceStats stats;
       std::string error;
       if (exporter::ChromeTraceWriter::write_file(req.trace_path, job, result.match, result.clock,
-                                                  steps, stats, error)) {
+                                                  steps, stats, error, simulated)) {
         const std::string window =
             steps.first == 0
                 ? ""

@@ -27,7 +27,8 @@ struct ReportRequest {
   std::string steps;                   // "A:B": only these steps in the trace export ("" = all)
   std::string html_path;               // "" = no HTML page (--html)
   // Not "" for a job of `ncclwatch demo`: the line that says the job is SIMULATED and what it
-  // injects, the first info finding (text, JSON, page) and the JSON's "simulated".
+  // injects, the first info finding (text, JSON, page), the JSON's and the exported timeline's
+  // "simulated". "": the job id of ncclwatch traces decides (demo::simulated_line_of_job).
   std::string simulated;
   // The pattern finding's sparkline in Unicode blocks (true) or ASCII; unset: Unicode when the
   // locale is UTF-8 (report::locale_is_utf8).

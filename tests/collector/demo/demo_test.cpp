@@ -1,7 +1,8 @@
 // `ncclwatch demo SCENARIO` as a user runs it from the build tree: each scenario's report names
 // what the scenario injected (its verdict in the JSON and the text), and every output says
 // SIMULATED (the first line, a finding, the JSON's "simulated" and job, the page, the hosts of the
-// exported timeline). Without a scenario, or with an unknown one, the list and exit status 2.
+// exported timeline, and a later `ncclwatch report` of the traces it kept). Without a scenario, or
+// with an unknown one, the list and exit status 2.
 #include <fstream>
 #include <set>
 #include <string>
@@ -86,6 +87,21 @@ TEST(DemoScenarios, TheIssuesListInItsOrder) {
   EXPECT_EQ(ncclwatch::demo::scenario_lines().size(), names.size());
 }
 
+// A demo's job id says SIMULATED and names its scenario; only such an id reads as simulated.
+TEST(DemoScenarios, TheJobIdTellsADemoRun) {
+  for (const auto& s : ncclwatch::demo::scenarios()) {
+    const std::string id = ncclwatch::demo::demo_job_id(s);
+    EXPECT_EQ(id, "SIMULATED-demo-" + std::string(s.name));
+    EXPECT_EQ(ncclwatch::demo::simulated_line_of_job(id), ncclwatch::demo::simulated_line(s));
+  }
+  EXPECT_EQ(ncclwatch::demo::simulated_line_of_job("SIMULATED-demo-later-scenario")
+                .rfind("SIMULATED job (ncclwatch demo, job SIMULATED-demo-later-scenario)", 0),
+            0u);
+  for (const char* real : {"", "train-1234", "SIMULATED", "simulated-demo-sawtooth",
+                           "x-SIMULATED-demo-sawtooth", "SIMULATED-dem"})
+    EXPECT_EQ(ncclwatch::demo::simulated_line_of_job(real), "") << real;
+}
+
 TEST_F(DemoTest, WithoutAScenarioListsThemAndExits2) {
   for (const std::string& arg : {std::string(), std::string("no-such-scenario")}) {
     const auto r = ncclwatch::test_support::run_shell(
@@ -137,6 +153,36 @@ TEST_F(DemoTest, SawtoothWithTheTimelineExported) {
   for (const auto& e : std::filesystem::directory_iterator(root_ / "traces"))
     traces += e.path().extension() == ".trace";
   EXPECT_EQ(traces, 4u);
+  // The timeline says SIMULATED at its top, with the JSON report's key and line.
+  EXPECT_EQ(t.value("simulated", ""), d.report["simulated"].get<std::string>());
+}
+
+// The traces a demo kept, reported later by `ncclwatch report`, still say SIMULATED (the job id
+// in their headers), in the text, the JSON and the exported timeline, with the scenario's words;
+// moved to another directory (the traces alone) they still do.
+TEST_F(DemoTest, KeptTracesReportedLaterStillSaySimulated) {
+  const Demo d = demo("straggler", "--dir kept");
+  ASSERT_EQ(d.rc, 0) << d.err;
+  std::filesystem::create_directories(root_ / "moved");
+  for (const auto& e : std::filesystem::directory_iterator(root_ / "kept")) {
+    if (e.path().extension() == ".trace")
+      std::filesystem::copy_file(e.path(), root_ / "moved" / e.path().filename());
+  }
+  const std::string line = d.report["simulated"].get<std::string>();
+  for (const char* dir : {"kept", "moved"}) {
+    const auto r = ncclwatch::test_support::run_shell(
+        std::string("export COLUMNS=100000; cd '") + root_.string() + "' && " + NCCLWATCH_CLI +
+            " report " + dir + " --json later.json --trace later-trace.json",
+        root_);
+    EXPECT_TRUE(r.rc == 0 || r.rc == 3) << r.rc << r.err << r.out;  // a report was printed
+    EXPECT_NE(r.out.find("info     [demo] " + line), std::string::npos) << dir << "\n" << r.out;
+    const json later = json::parse(slurp(root_ / "later.json"), nullptr, false);
+    ASSERT_TRUE(later.is_object()) << dir;
+    EXPECT_EQ(later.value("simulated", ""), line) << dir;
+    const json t = json::parse(slurp(root_ / "later-trace.json"), nullptr, false);
+    ASSERT_TRUE(t.is_object()) << dir;
+    EXPECT_EQ(t.value("simulated", ""), line) << dir;
+  }
 }
 
 TEST_F(DemoTest, Checkpoint) {

@@ -28,7 +28,8 @@ struct Exported {
   ChromeTraceStats stats;
 };
 
-Exported export_job(const analysis::testing::SimJob& s, StepWindow w = {}) {
+Exported export_job(const analysis::testing::SimJob& s, StepWindow w = {},
+                    std::string_view simulated = {}) {
   std::vector<analysis::StepPlan> plans;
   for (const auto& r : s.job.ranks) {
     const auto a = analysis::RankActivity::of(r);
@@ -39,7 +40,8 @@ Exported export_job(const analysis::testing::SimJob& s, StepWindow w = {}) {
   std::FILE* f = open_memstream(&buf, &size);
   Exported e;
   std::string error;
-  EXPECT_TRUE(ChromeTraceWriter::write(f, s.job, s.match, s.clocks, plans, w, e.stats, error))
+  EXPECT_TRUE(
+      ChromeTraceWriter::write(f, s.job, s.match, s.clocks, plans, w, e.stats, error, simulated))
       << error;
   std::fclose(f);
   e.doc = json::parse(std::string(buf, size));
@@ -272,6 +274,17 @@ TEST(ChromeTrace, StepWindowParsing) {
   for (const char* bad : {"", ":", "0:3", "5:2", "a:b", "-1:2", "3:x", "99999999999:"}) {
     EXPECT_FALSE(StepWindow::parse(bad, w)) << bad;
   }
+}
+
+// A demo's timeline says it is simulated at its top, in the JSON report's key and words; a real
+// job's has no such key.
+TEST(ChromeTrace, ADemoRunSaysSimulatedAtTheTop) {
+  const auto s = analysis::testing::simulate(analysis::testing::sim_params(2, 1));
+  const std::string line = "SIMULATED job (ncclwatch demo sawtooth): \"quoted\" and \\ kept";
+  const Exported demo = export_job(s, {}, line);
+  EXPECT_EQ(demo.doc.value("simulated", ""), line);
+  EXPECT_EQ(demo.doc["traceEvents"].size(), export_job(s).doc["traceEvents"].size());
+  EXPECT_FALSE(export_job(s).doc.contains("simulated"));
 }
 
 TEST(ChromeTrace, HostileNamesStayValidJson) {
