@@ -3,6 +3,8 @@
 // hand-built timelines (the simulator has neither tiny kernels nor a second communicator).
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "analysis/analyze.h"
 #include "analysis/cross_node_comm.h"
 #include "analysis/pattern_report.h"
@@ -134,45 +136,46 @@ TEST(Pattern, CheckpointSeenThroughAnOddHiccup) {
 // the first steady step (it carries what warm-up left). A real H200 run of 70 launch-bound steps
 // idled longer at steps 2, 33 and 64 by 0.95, 1.42 and 0.35 ms and was called a checkpoint. A
 // fourth sighting is evidence enough.
-TEST(Pattern, ThreeStallsOfUnequalSizeAreNoCheckpointButFourAre) {
-  for (const int steps : {13, 17}) {  // stalls before steps 3, 7, 11 (and 15); 7's three times
+// Stalls of every rank on a save spacing of 4 steps over 13 and 17 steps (three and four
+// sightings): the pattern row and spike steps of each.
+void expect_checkpoint_only_at_17(const std::function<void(testing::SimRank&)>& stalls,
+                                  const nlohmann::json& spike_steps_at_17) {
+  for (const int steps : {13, 17}) {
     SCOPED_TRACE(steps);
     auto p = testing::sim_params(4, 2);
     p.steps = steps;
-    for (auto& s : p.ranks) {
-      s.spike_ns = 30'000'000;
-      s.spike_every = 4;
-      s.extra_spike_step = 7;
-      s.extra_spike_ns = 60'000'000;
-    }
+    for (auto& s : p.ranks) stalls(s);
     const model::Report r = run(p);
     if (steps == 13) {
       EXPECT_NE(row(r), "checkpoint") << r.json["pattern"].dump();
     } else {
       EXPECT_EQ(row(r), "checkpoint") << r.json["pattern"].dump();
-      EXPECT_EQ(r.json["pattern"]["spike_steps"], nlohmann::json({4, 8, 12, 16}));
+      EXPECT_EQ(r.json["pattern"]["spike_steps"], spike_steps_at_17);
     }
   }
 }
 
+TEST(Pattern, ThreeStallsOfUnequalSizeAreNoCheckpointButFourAre) {
+  // Before steps 3, 7, 11 (and 15); step 7's three times as long.
+  expect_checkpoint_only_at_17(
+      [](testing::SimRank& s) {
+        s.spike_ns = 30'000'000;
+        s.spike_every = 4;
+        s.extra_spike_step = 7;
+        s.extra_spike_ns = 60'000'000;
+      },
+      nlohmann::json({4, 8, 12, 16}));
+}
+
 TEST(Pattern, TheFirstSteadyStepIsNeverASave) {
-  for (const int steps : {13, 17}) {  // stalls before steps 1, 5, 9 (and 13); step 0 warms up
-    SCOPED_TRACE(steps);
-    auto p = testing::sim_params(4, 2);
-    p.steps = steps;
-    for (auto& s : p.ranks) {
-      s.spike_ns = 30'000'000;
-      s.spike_every = 4;
-      s.spike_phase = 2;
-    }
-    const model::Report r = run(p);
-    if (steps == 13) {
-      EXPECT_NE(row(r), "checkpoint") << r.json["pattern"].dump();
-    } else {
-      EXPECT_EQ(row(r), "checkpoint") << r.json["pattern"].dump();
-      EXPECT_EQ(r.json["pattern"]["spike_steps"], nlohmann::json({6, 10, 14}));
-    }
-  }
+  // Before steps 1, 5, 9 (and 13); step 0 warms up, step 1 is the first steady one.
+  expect_checkpoint_only_at_17(
+      [](testing::SimRank& s) {
+        s.spike_ns = 30'000'000;
+        s.spike_every = 4;
+        s.spike_phase = 2;
+      },
+      nlohmann::json({6, 10, 14}));
 }
 
 TEST(Pattern, IrregularStallsAreNoCheckpoint) {

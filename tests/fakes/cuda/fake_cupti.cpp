@@ -133,64 +133,46 @@ Copy copy_activity(CUpti_ActivityKind kind, const NcclwatchFakeActivity& a, int6
   return m;
 }
 
-// The runtime-domain callbacks around a runtime launch (real CUPTI calls them for every runtime
-// function the application calls, when the subscriber enabled that cbid).
-void on_runtime_api(int exit, uint32_t cbid, uint32_t corr) {
+// Calls the subscriber for one API callback (domain, cbid, site) when it enabled that cbid, as
+// CUPTI does: outside the state lock, with the call's parameters and correlation id.
+void fire(CUpti_CallbackDomain domain, uint32_t cbid, CUpti_ApiCallbackSite site,
+          const char* function, const char* symbol, const void* params, uint32_t corr) {
   CUpti_CallbackFunc cb = nullptr;
   void* user = nullptr;
   {
     std::lock_guard<std::mutex> lock(st().mu);
-    if (!st().subscribed || cbid >= st().runtime_cb.size() || !st().runtime_cb[cbid]) return;
+    const std::vector<bool>& on =
+        domain == CUPTI_CB_DOMAIN_RUNTIME_API ? st().runtime_cb : st().driver_cb;
+    if (!st().subscribed || cbid >= on.size() || !on[cbid]) return;
     cb = st().callback;
     user = st().userdata;
   }
   uint64_t correlation_data = 0;
   CUpti_CallbackData data{};
-  data.callbackSite = exit ? CUPTI_API_EXIT : CUPTI_API_ENTER;
-  data.functionName = "cudaLaunchKernel";
-  data.correlationId = corr;
-  data.correlationData = &correlation_data;
-  cb(user, CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &data);
-}
-
-// The driver callback at the launch's exit (same correlation as its entry).
-void on_launch_exit(uint32_t cbid, const void* params, uint32_t corr) {
-  CUpti_CallbackFunc cb = nullptr;
-  void* user = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(st().mu);
-    if (!st().subscribed || cbid >= st().driver_cb.size() || !st().driver_cb[cbid]) return;
-    cb = st().callback;
-    user = st().userdata;
-  }
-  uint64_t correlation_data = 0;
-  CUpti_CallbackData data{};
-  data.callbackSite = CUPTI_API_EXIT;
-  data.functionParams = params;
-  data.correlationId = corr;
-  data.correlationData = &correlation_data;
-  cb(user, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
-}
-
-void on_launch(uint32_t cbid, const char* function, const char* symbol, const void* params,
-               uint32_t corr) {
-  CUpti_CallbackFunc cb = nullptr;
-  void* user = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(st().mu);
-    if (!st().subscribed || cbid >= st().driver_cb.size() || !st().driver_cb[cbid]) return;
-    cb = st().callback;
-    user = st().userdata;
-  }
-  uint64_t correlation_data = 0;
-  CUpti_CallbackData data{};
-  data.callbackSite = CUPTI_API_ENTER;
+  data.callbackSite = site;
   data.functionName = function;
   data.functionParams = params;
   data.symbolName = symbol;
   data.correlationId = corr;
   data.correlationData = &correlation_data;
-  cb(user, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &data);
+  cb(user, domain, cbid, &data);
+}
+
+// The runtime-domain callbacks around a runtime launch (real CUPTI calls them for every runtime
+// function the application calls, when the subscriber enabled that cbid).
+void on_runtime_api(int exit, uint32_t cbid, uint32_t corr) {
+  fire(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, exit ? CUPTI_API_EXIT : CUPTI_API_ENTER,
+       "cudaLaunchKernel", nullptr, nullptr, corr);
+}
+
+// The driver callback at the launch's exit (same correlation as its entry).
+void on_launch_exit(uint32_t cbid, const void* params, uint32_t corr) {
+  fire(CUPTI_CB_DOMAIN_DRIVER_API, cbid, CUPTI_API_EXIT, nullptr, nullptr, params, corr);
+}
+
+void on_launch(uint32_t cbid, const char* function, const char* symbol, const void* params,
+               uint32_t corr) {
+  fire(CUPTI_CB_DOMAIN_DRIVER_API, cbid, CUPTI_API_ENTER, function, symbol, params, corr);
 }
 
 void on_activity(const NcclwatchFakeActivity* a) {

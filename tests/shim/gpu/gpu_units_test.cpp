@@ -106,6 +106,18 @@ TEST(BufferPool, HandsOutEachBufferOnceAndTakesThemBack) {
   EXPECT_EQ(pool.in_use(), 3u);
 }
 
+// An NVTX marker activity record as CUPTI delivers it.
+CUpti_ActivityMarker2 marker(uint32_t flags, uint32_t id, uint64_t timestamp,
+                             const char* name = nullptr) {
+  CUpti_ActivityMarker2 m{};
+  m.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  m.flags = static_cast<CUpti_ActivityFlag>(flags);
+  m.id = id;
+  m.timestamp = timestamp;
+  m.name = name;
+  return m;
+}
+
 TEST(ActivityConverter, KernelMemcpyApiAndMarkersBecomeRecords) {
   sunk.clear();
   ClockConverter clock;
@@ -153,16 +165,10 @@ TEST(ActivityConverter, KernelMemcpyApiAndMarkersBecomeRecords) {
   EXPECT_EQ(sunk.back().prefix.u8a, static_cast<uint8_t>(format::LaunchApi::kDriverGraph));
   EXPECT_EQ(sunk.back().launch.correlation, 43u);
 
-  CUpti_ActivityMarker2 start{}, end{};
-  start.kind = end.kind = CUPTI_ACTIVITY_KIND_MARKER;
-  start.flags = CUPTI_ACTIVITY_FLAG_MARKER_START;
-  start.id = end.id = 5;
-  start.timestamp = 200;
-  start.name = "step";
+  CUpti_ActivityMarker2 start = marker(CUPTI_ACTIVITY_FLAG_MARKER_START, 5, 200, "step");
   start.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
   start.objectId.pt.threadId = 99;
-  end.flags = CUPTI_ACTIVITY_FLAG_MARKER_END;
-  end.timestamp = 900;
+  CUpti_ActivityMarker2 end = marker(CUPTI_ACTIVITY_FLAG_MARKER_END, 5, 900);
   conv.convert(reinterpret_cast<CUpti_Activity*>(&start));
   conv.convert(reinterpret_cast<CUpti_Activity*>(&end));
   ASSERT_EQ(sunk.back().prefix.kind, format::RecordKind::kNvtx);
@@ -180,20 +186,13 @@ TEST(ActivityConverter, RangeEndWithoutItsStartIsNoLoss) {
   ClockConverter clock;
   clock.use_host_clock();
   ActivityConverter conv(&sink, clock, KernelFilter{});
-  CUpti_ActivityMarker2 end{};
-  end.kind = CUPTI_ACTIVITY_KIND_MARKER;
-  end.flags = CUPTI_ACTIVITY_FLAG_MARKER_END;
-  end.id = 7;
-  end.timestamp = 900;
+  CUpti_ActivityMarker2 end = marker(CUPTI_ACTIVITY_FLAG_MARKER_END, 7, 900);
   conv.convert(reinterpret_cast<CUpti_Activity*>(&end));
   EXPECT_TRUE(sunk.empty());
   EXPECT_EQ(conv.stats().unknown, 0u);
   EXPECT_EQ(conv.stats().unmatched_ends, 1u);
 
-  CUpti_ActivityMarker2 start{};
-  start.kind = CUPTI_ACTIVITY_KIND_MARKER;
-  start.flags = CUPTI_ACTIVITY_FLAG_MARKER_START;
-  start.name = "r";
+  CUpti_ActivityMarker2 start = marker(CUPTI_ACTIVITY_FLAG_MARKER_START, 0, 0, "r");
   for (uint32_t id : {1u, 1u + 1024u}) {  // the same slot: the first start is lost
     start.id = id;
     conv.convert(reinterpret_cast<CUpti_Activity*>(&start));
