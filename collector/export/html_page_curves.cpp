@@ -141,7 +141,16 @@ function rowsPlot(x0, x1) {
     (W.rows_aggregated ? "past 32 ranks each row is consecutive ranks in host order (their mean); " : "") + "stragglers (or the ranks of a lagging node) framed in red";
   mark("rows", R.length ? i1 - i0 : 0, {axes: f.axes, rows: info, aggregated: !!W.rows_aggregated});
 }
-function zoomTo(a, b) { winSteps = a && b && a <= b ? [a, b] : null; windowPlot(); }
+// A step range is also a link: the page opened as PAGE#steps=A-B starts zoomed there, and each
+// zoom puts its range in the address (a view to share, and what the browser test opens).
+function zoomTo(a, b) {
+  winSteps = a && b && a <= b ? [a, b] : null; windowPlot();
+  try { history.replaceState(null, "", winSteps ? "#steps=" + a + "-" + b : location.pathname); } catch (e) {}
+}
+function zoomFromAddress() {
+  const m = /^#steps=(\d+)-(\d+)$/.exec(location.hash);
+  if (m) { winSteps = [+m[1], +m[2]]; document.getElementById("z-from").value = m[1]; document.getElementById("z-to").value = m[2]; }
+}
 document.getElementById("z-show").onclick = () => zoomTo(+document.getElementById("z-from").value, +document.getElementById("z-to").value);
 document.getElementById("z-all").onclick = () => zoomTo(0, 0);
 const laneColors = {idle: "#eeeeee", compute: "#3b7dd8", wait: "#d9534f", transfer: "#f0ad4e", memcpy: "#9b59b6"};

@@ -98,7 +98,7 @@ function table(id, rows, cols, head, fmt) {
   });
   host.appendChild(t); mark(id, rows.length, {cells});
 }
-overview(); windowPlot(); swimlanes(); heat(); bars(); lines(); waits();
+zoomFromAddress(); overview(); windowPlot(); swimlanes(); heat(); bars(); lines(); waits();
 table("buckets", D.buckets, ["comm", "ordinal", "mib", "gpu_ms", "overlap_pct", "exposed_ms"],
       ["comm", "#", "size (MiB)", "GPU time (ms)", "overlapped (%)", "exposed (ms per step)"], ["t", 0, 1, 2, 1, 2]);
 const topo = document.getElementById("topology");
@@ -106,7 +106,7 @@ if (!D.topology.length) topo.appendChild(el("div", "note", "no topology findings
 for (const f of D.topology) topo.appendChild(el("div", "f " + (f.severity || "info"), f.message));
 if (U.window && U.window.bins) {
   for (const [id, v] of [["z-from", U.window.first_step], ["z-to", U.window.last_step]]) {
-    const e = document.getElementById(id); e.value = v; e.min = U.window.first_step; e.max = U.window.last_step;
+    const e = document.getElementById(id); e.value = e.value || v; e.min = U.window.first_step; e.max = U.window.last_step;
   }
 }
 document.getElementById("drawn").textContent = JSON.stringify(drawn);

@@ -11,7 +11,8 @@
 # every plot must have data (data-plots = 9), and what each plot drew must be right
 # (html_page_check.py: axes with units, no partial last step, numbers for people, and the shape
 # the scenario's verdict names in the curve, the per-rank rows and the swimlane). A screenshot
-# of each page is taken: docs/html-<scenario>.png are these (copied by hand).
+# of each page is taken: docs/html-<scenario>.png are these (copied by hand). The checkpoint
+# page is opened once more as PAGE#steps=5-6 (a zoom's link): its fine window holds those steps.
 # Skips (exit 77) when chromium is not installed (scripts/setup.sh installs it).
 #   html_browser_check.sh NCCLWATCH SHIM_LIB FAKE_LAUNCHER FAKE_TRAIN PAGE_FIXTURE WORKDIR
 set -euo pipefail
@@ -77,6 +78,14 @@ for r in 0 1 2 3; do for s in 3 7 11; do checkpoints+=(--stall-step "$r:$s:60");
 job sawtooth 12 "${workload[@]}" --stall 0:30 --stall 1:30 --stall 2:30 --stall 3:30 &&
   check_page sawtooth sawtooth || failed=1
 job checkpoint 13 "${workload[@]}" "${checkpoints[@]}" && check_page checkpoint checkpoint || failed=1
+# The same page opened on a step range (PAGE#steps=5-6, what zooming writes in the address): the
+# fine window draws those steps only.
+if [ -f "$work/checkpoint.html" ]; then
+  timeout 120 "$browser" --headless --no-sandbox --disable-gpu --disable-extensions --no-first-run \
+    --user-data-dir="$work/profile-zoom" --dump-dom "file://$work/checkpoint.html#steps=5-6" \
+    >"$work/zoom.dom.html" 2>"$work/zoom.browser.log" &&
+    python3 "$checker" zoom:5-6 "$work/zoom.dom.html" || { echo "FAIL [zoom]: see above"; failed=1; }
+fi
 job flat-low 60 --layers 50 --fwd-us 1000 --bwd-us 1000 --opt-us 20 --bucket-mb 1 --launch-us 40 \
   --nvtx && check_page flat-low flat-low || failed=1
 job straggler 12 "${workload[@]}" --stall 1:30 && check_page straggler straggler || failed=1

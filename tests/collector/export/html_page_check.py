@@ -16,7 +16,8 @@ the scenario's verdict names, read from the drawn curves:
               do the 100 ms samples;
   straggler   the straggler's row (rank 1) is highlighted in the per-rank rows and the swimlane,
               where the other ranks wait for it and it does not;
-  any         only the common checks.
+  any         only the common checks;
+  zoom:A-B    the page opened as PAGE#steps=A-B: the fine window drew steps A..B and no other.
 Prints one line per failed check; exit 0 when none failed.
 """
 import html
@@ -133,6 +134,11 @@ def straggler(d):
               f"straggler: the others wait {others} % of the step, the straggler {mine} %")
 
 
+def zoomed(d, first, last):
+    drawn = sorted(s["step"] for s in d["win"]["steps"])
+    check(drawn == list(range(first, last + 1)), f"zoom: steps {first}-{last} asked for, the window drew {drawn}")
+
+
 def main():
     scenario, path = sys.argv[1], sys.argv[2]
     dom = open(path, encoding="utf-8").read()
@@ -141,7 +147,10 @@ def main():
         print(f"FAIL [{scenario}]: {failures[0]}")
         return 1
     common(dom, d)
-    if not failures:
+    if not failures and scenario.startswith("zoom:"):
+        first, last = (int(v) for v in scenario[5:].split("-"))
+        zoomed(d, first, last)
+    elif not failures:
         {"sawtooth": sawtooth, "checkpoint": checkpoint, "flat-low": flat_low,
          "straggler": straggler, "any": lambda d: None}[scenario](d)
     for f in failures:
