@@ -293,23 +293,18 @@ std::string OverlapReport::not_measurable(const std::vector<RankOverlap>& overla
         "overlap not measured: compute kernels left out on request ({}); NCCL kernels are timed",
         support.kernel_scope);
   }
-  const bool lite = std::any_of(overlaps.begin(), overlaps.end(), [](const RankOverlap& o) {
-    return o.source == CommSource::kCallEvents;
-  });
-  const bool nccl_kernels = std::any_of(overlaps.begin(), overlaps.end(), [](const RankOverlap& o) {
-    return o.source == CommSource::kNcclKernels;
-  });
-  if (lite) {
+  const auto any_rank_from = [&overlaps](CommSource source) {
+    return std::any_of(overlaps.begin(), overlaps.end(),
+                       [source](const RankOverlap& o) { return o.source == source; });
+  };
+  if (any_rank_from(CommSource::kCallEvents)) {
     return "overlap not measurable: only collective GPU times were recorded (lite mode), no "
            "compute kernels";
   }
-  if (nccl_kernels)
+  if (any_rank_from(CommSource::kNcclKernels))
     return "overlap not measurable: no compute kernels recorded (NCCL kernels only)";
   // "Host-only" only when no rank has GPU timing at all: a trace with kernels is never that.
-  const bool no_comm_kernels =
-      std::any_of(overlaps.begin(), overlaps.end(),
-                  [](const RankOverlap& o) { return o.source == CommSource::kNoCommKernels; });
-  if (no_comm_kernels) {
+  if (any_rank_from(CommSource::kNoCommKernels)) {
     return "overlap not measurable: the trace has GPU kernels but none is a known communication "
            "kernel (NCCL, RCCL, MSCCL, NVSHMEM, DeepEP, custom all-reduce: docs/inputs.md lists "
            "the names and how to add a family)";

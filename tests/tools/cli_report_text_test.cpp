@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_fixture.h"
+#include "text_lines.h"
 
 namespace {
 
@@ -18,19 +19,8 @@ namespace fs = std::filesystem;
 using ncclwatch::cli_test::Cli;
 using ncclwatch::cli_test::Result;
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
-std::vector<std::string> words_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
+using ncclwatch::test::lines_of;
+using ncclwatch::test::words_of;
 
 // Columns of a UTF-8 line (one per code point).
 std::size_t columns(const std::string& line) {

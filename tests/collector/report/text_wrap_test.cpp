@@ -13,24 +13,13 @@
 #include <gtest/gtest.h>
 
 #include "report/text_renderer.h"
+#include "text_lines.h"
 
 namespace ncclwatch::report {
 namespace {
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
-// The words of a text, whatever spaces and line breaks sit between them.
-std::vector<std::string> words_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string w; in >> w;) out.push_back(w);
-  return out;
-}
+using ncclwatch::test::lines_of;
+using ncclwatch::test::words_of;
 
 // $COLUMNS set to `value` (unset for nullptr) for one test, restored after.
 class ColumnsEnv {
