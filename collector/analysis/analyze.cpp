@@ -6,6 +6,7 @@
 #include "analysis/bucket_table.h"
 #include "analysis/cross_node_comm.h"
 #include "analysis/data_support.h"
+#include "analysis/kernel_table.h"
 #include "analysis/overlap.h"
 #include "analysis/overlap_report.h"
 #include "analysis/pattern_report.h"
@@ -98,6 +99,7 @@ void analyze(const model::JobTrace& job, const model::MatchResult& match,
       UtilizationCurve::of(job, clocks, activities, plan_of, verdict, stragglers, workers);
   const std::vector<StepLanes> lanes =
       StepSwimlanes::of(job, clocks, activities, plan_of, waits, stragglers);
+  const KernelTable kernels = KernelTable::of(job, overlaps, workers);
 
   // Every finding carries its cost; the renderers order them by it (model::ordered_findings).
   StragglerReport::write(stragglers, support, report);
@@ -106,6 +108,7 @@ void analyze(const model::JobTrace& job, const model::MatchResult& match,
                        largest_cost(stragglers, verdict, overlaps), report);
   StepBreakdownReport::write(breakdowns, std::move(breakdown_rows), support, report);
   UtilizationReport::write(curve, lanes, report);
+  kernels.write_json(report);
 }
 
 }  // namespace ncclwatch::analysis

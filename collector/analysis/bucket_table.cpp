@@ -1,6 +1,7 @@
 #include "analysis/bucket_table.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 #include <unordered_map>
 
@@ -17,7 +18,21 @@ struct KeyHash {
   }
 };
 
+double sd(double sum, double sum_sq, uint64_t n) {
+  if (n < 2) return 0;
+  const double dn = static_cast<double>(n), mean = sum / dn;
+  return std::sqrt(std::max(0.0, (sum_sq - dn * mean * mean) / (dn - 1)));
+}
+
 }  // namespace
+
+double BucketRow::overlapped_pct_sd() const {
+  return 100.0 * sd(share_sum, share_sq, occurrences);
+}
+
+double BucketRow::exposed_ns_sd() const {
+  return sd(static_cast<double>(gpu_ns - overlapped_ns), exposed_sq_ns2, occurrences);
+}
 
 std::vector<BucketRow> BucketTable::of(const model::JobTrace& job,
                                        const std::vector<RankOverlap>& overlaps,
@@ -58,13 +73,26 @@ std::vector<BucketRow> BucketTable::of(const model::JobTrace& job,
       const std::size_t ord = slot->second++;
       // try_emplace: no node is allocated when the bucket exists (every call but the first).
       auto [it, inserted] = index.try_emplace(Key{c.comm_id, ord, c.bytes()}, rows.size());
-      if (inserted) rows.push_back({c.comm_id, ord, c.bytes(), 0, 0, 0});
+      if (inserted) {
+        BucketRow added;
+        added.comm_id = c.comm_id;
+        added.ordinal = ord;
+        added.bytes = c.bytes();
+        rows.push_back(added);
+      }
       BucketRow& row = rows[it->second];
       ++row.occurrences;
       row.gpu_ns += c.gpu_end_ns - c.gpu_start_ns;
       const IntervalSet& compute = activities[r].compute;
       if (i > 0 && c.gpu_start_ns < rank.calls[i - 1].gpu_start_ns) cursor = 0;  // not in order
-      row.overlapped_ns += compute.length_within(c.gpu_start_ns, c.gpu_end_ns, cursor);
+      const int64_t gpu = c.gpu_end_ns - c.gpu_start_ns;
+      const int64_t under = compute.length_within(c.gpu_start_ns, c.gpu_end_ns, cursor);
+      row.overlapped_ns += under;
+      const double share = gpu > 0 ? static_cast<double>(under) / static_cast<double>(gpu) : 0.0;
+      const double exposed = static_cast<double>(gpu - under);
+      row.share_sum += share;
+      row.share_sq += share * share;
+      row.exposed_sq_ns2 += exposed * exposed;
       any = true;
     }
     if (any) steady_pairs += ro.steady_steps;

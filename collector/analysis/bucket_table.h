@@ -18,6 +18,9 @@ struct BucketRow {
   uint64_t occurrences = 0;   // (rank, steady step) pairs where it was seen
   int64_t gpu_ns = 0;         // total GPU time over the occurrences
   int64_t overlapped_ns = 0;  // part of gpu_ns during compute
+  // Spread over the occurrences (what `ncclwatch diff` weighs a change against): sums of the
+  // overlapped share and of its square, and of the squared exposed time.
+  double share_sum = 0, share_sq = 0, exposed_sq_ns2 = 0;
   double mean_gpu_ns() const {
     return occurrences ? static_cast<double>(gpu_ns) / static_cast<double>(occurrences) : 0.0;
   }
@@ -25,6 +28,9 @@ struct BucketRow {
     return gpu_ns > 0 ? 100.0 * static_cast<double>(overlapped_ns) / static_cast<double>(gpu_ns)
                       : 0.0;
   }
+  // Standard deviations over the occurrences: overlapped share (percentage points), exposed ns.
+  double overlapped_pct_sd() const;
+  double exposed_ns_sd() const;
   // Exposed time of this bucket per step (mean over ranks and steps).
   double exposed_ns_per_step() const {
     return occurrences

@@ -356,7 +356,10 @@ void OverlapReport::write_json(const std::vector<RankOverlap>& overlaps,
                   {"bytes", b.bytes},
                   {"gpu_us", b.mean_gpu_ns() / 1000.0},
                   {"overlap_pct", b.overlapped_pct()},
-                  {"exposed_us_per_step", b.exposed_ns_per_step() / 1000.0}});
+                  {"exposed_us_per_step", b.exposed_ns_per_step() / 1000.0},
+                  {"occurrences", b.occurrences},
+                  {"overlap_pct_sd", b.overlapped_pct_sd()},
+                  {"exposed_us_sd", b.exposed_ns_sd() / 1000.0}});
   }
   report.json["buckets"] = bl;
   nlohmann::json summary = {{"ranks", job.ranks}, {"rank_steps", job.rank_steps}};

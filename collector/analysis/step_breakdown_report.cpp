@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "analysis/step_spread.h"
 #include "analysis/units.h"
 #include "model/vocabulary.h"
 
@@ -262,6 +263,7 @@ void StepBreakdownReport::write(const std::vector<RankBreakdown>& ranks,
   if (job.host_ranks > 0) {
     summary["host_in_nccl_pct"] = pct(job.host.host_in_nccl_ns, job.host.step_ns);
   }
+  summary["steady"] = StepSpread::steady_json(ranks);
   report.json["breakdown_analysis"] = std::move(summary);
 }
 

@@ -37,6 +37,7 @@ class BuildingSink : public EventSplitter::Sink {
   }
   void on_top_level(std::string_view key, std::string_view json) override {
     if (key == "distributedInfo") builder_.set_distributed_info(json);
+    if (key == "deviceProperties") builder_.set_device_properties(json);
   }
   uint64_t bad() const { return bad_; }
   const std::string& first_bad() const { return first_bad_; }
@@ -120,7 +121,7 @@ std::optional<model::RankTrace> load_rank(const std::string& path,
   }
   RankTraceBuilder builder(path);
   BuildingSink sink(builder);
-  EventSplitter splitter(sink, {"distributedInfo"}, limits.max_event_bytes);
+  EventSplitter splitter(sink, {"distributedInfo", "deviceProperties"}, limits.max_event_bytes);
   std::vector<char> chunk(kChunkBytes + kSplitterPadding, ' ');
   while (!splitter.failed()) {
     const std::size_t n = source.read(chunk.data(), kChunkBytes);

@@ -213,7 +213,20 @@ void RankTraceBuilder::set_distributed_info(std::string_view json) {
   if (!info["world_size"].get_int64().get(v) && v > 0 && v < INT32_MAX)
     trace_.info.world_size = static_cast<int32_t>(v);
   std::string_view s;
-  if (!info["nccl_version"].get_string().get(s)) nccl_version_ = std::string(s);
+  if (!info["nccl_version"].get_string().get(s)) trace_.info.nccl_version = std::string(s);
+}
+
+void RankTraceBuilder::set_device_properties(std::string_view json) {
+  simdjson::dom::parser parser;
+  simdjson::dom::array list;
+  if (parser.parse(json.data(), json.size(), true).get(list)) return;
+  for (simdjson::dom::element d : list) {
+    int64_t id = -1;
+    std::string_view name;
+    if (d["name"].get_string().get(name) || name.empty()) continue;
+    if (d["id"].get_int64().get(id)) id = -1;
+    if (devices_.size() < 64) devices_.emplace_back(id, std::string(name.substr(0, 128)));
+  }
 }
 
 void RankTraceBuilder::sort_kernels() {
@@ -437,6 +450,10 @@ model::RankTrace RankTraceBuilder::finish() {
       trace_.info.device = k.device;
       break;
     }
+  }
+  // The rank's own GPU among the node's; the first when its device is not listed.
+  for (const auto& [id, name] : devices_) {
+    if (trace_.info.gpu_name.empty() || id == trace_.info.device) trace_.info.gpu_name = name;
   }
   ops_.clear();
   annotations_.clear();

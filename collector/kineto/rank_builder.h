@@ -21,6 +21,8 @@ class RankTraceBuilder {
   void add(const TraceEvent& e);
   // The top-level `distributedInfo` object's JSON text.
   void set_distributed_info(std::string_view json);
+  // The top-level `deviceProperties` array's JSON text (the GPUs of the node: id, name, ...).
+  void set_device_properties(std::string_view json);
 
   // Links calls to kernels, assigns comm ids and sequence numbers, sorts. Call once.
   model::RankTrace finish();
@@ -36,7 +38,7 @@ class RankTraceBuilder {
   // and add them freely). Beyond that a trace is corrupt, not a long run.
   static constexpr int64_t kMaxTsNs = int64_t{1} << 62;
   static constexpr int64_t kMaxDurNs = int64_t{1} << 61;
-  const std::string& nccl_version() const { return nccl_version_; }
+  const std::string& nccl_version() const { return trace_.info.nccl_version; }
 
  private:
   // A record_param_comms CPU op, before it becomes a CallEvent.
@@ -91,7 +93,7 @@ class RankTraceBuilder {
   uint64_t bad_times_ = 0;
   std::string first_bad_time_;
   int32_t trace_rank_ = -1;  // from args "Rank" when distributedInfo lacks it
-  std::string nccl_version_;
+  std::vector<std::pair<int64_t, std::string>> devices_;  // deviceProperties: (id, name)
 };
 
 }  // namespace ncclwatch::kineto

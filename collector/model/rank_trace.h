@@ -196,6 +196,10 @@ struct RankInfo {
   // second by the drain thread, in-flight records when a call is seen waiting), 0 if unknown.
   int64_t alive_until_ns = 0;
   bool entry_evidence = true;  // layout version >= 2: calls never returned from are visible
+  // What the trace itself recorded about the software and hardware ("" unknown): Kineto's
+  // distributedInfo.nccl_version and deviceProperties[].name of the rank's device.
+  std::string nccl_version;
+  std::string gpu_name;
 };
 
 struct RankTrace {

@@ -1,4 +1,8 @@
 // The collector's part of the JSON report (schema: docs/report-schema.md).
+#include <algorithm>
+#include <map>
+#include <set>
+
 #include <fmt/format.h>
 
 #include "match/func_name.h"
@@ -48,6 +52,23 @@ json ranks_json(const model::JobTrace& job, const model::ClockAlignment& clock) 
   return list;
 }
 
+// What the traces say about the run's size, timing and software: what `ncclwatch diff` sets side
+// by side (the NCCL logs add theirs under topology.environment).
+json environment_json(const model::JobTrace& job) {
+  std::set<std::string> hosts, nccl, gpus;
+  std::map<std::string, int> timing;
+  int32_t world = -1;
+  for (const model::RankTrace& r : job.ranks) {
+    hosts.insert(r.info.host);
+    ++timing[model::timing_name(r.info.timing)];
+    world = std::max(world, r.info.world_size);
+    if (!r.info.nccl_version.empty()) nccl.insert(r.info.nccl_version);
+    if (!r.info.gpu_name.empty()) gpus.insert(r.info.gpu_name);
+  }
+  return {{"ranks", job.ranks.size()}, {"world_size", world},   {"hosts", hosts.size()},
+          {"timing", timing},          {"nccl_versions", nccl}, {"gpus", gpus}};
+}
+
 }  // namespace
 
 void add_collector_json(const model::JobTrace& job, const model::MatchResult& match,
@@ -56,6 +77,7 @@ void add_collector_json(const model::JobTrace& job, const model::MatchResult& ma
   j["schema_version"] = kSchemaVersion;
   j["job"] = job.job;
   j["ranks"] = ranks_json(job, clock);
+  j["environment"] = environment_json(job);
   add_loss_json(job, report);
   json comms = json::array();
   for (const auto& c : match.comms) {

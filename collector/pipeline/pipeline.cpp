@@ -8,6 +8,7 @@
 
 #include "analysis/analyze.h"
 #include "timeline/gpu_linker.h"
+#include "topology/busbw_table.h"
 #include "topology/topology_report.h"
 
 namespace ncclwatch::pipeline {
@@ -59,6 +60,7 @@ PipelineResult run_pipeline(model::JobTrace& job, const PipelineOptions& options
     stage(options, "analysing");
     analysis::analyze(job, out.match, out.clock, report, analysis_threads(job, options));
   }
+  topology::add_busbw_table(job, out.match, report);
   std::vector<std::string> logs = options.topology_logs;
   if (!options.topology_dir.empty()) {
     for (auto& l : topology::find_logs(options.topology_dir)) logs.push_back(std::move(l));

@@ -1,14 +1,15 @@
 // low-busbw: achieved bus bandwidth of the job's collectives. nccl-tests' definitions: algbw =
 // size / time; busbw = algbw x factor, factor 2(n-1)/n for all-reduce, (n-1)/n for all-gather,
 // reduce-scatter and all-to-all (whose size is the whole gathered buffer), 1 for broadcast and
-// reduce. The time of one instance is the shortest GPU interval among its members: the last rank
-// to arrive waits for nobody, so its interval is the transfer itself, on its own clock.
+// reduce. One instance's bus bandwidth: instance_busbw (busbw_table.h), the same measure as the
+// report's bus_bandwidth table.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "model/func_names.h"
 #include "model/median.h"
+#include "topology/busbw_table.h"
 #include "topology/checks.h"
 
 namespace ncclwatch::topology {
@@ -66,8 +67,7 @@ struct SizeClass {
   std::vector<double> busbw;  // GB/s
 };
 
-// Below this size latency, not bandwidth, sets the time; no bandwidth verdicts there.
-constexpr double kMinBytes = 1 << 20;
+constexpr double kMinBytes = kBandwidthBoundBytes;
 constexpr double kFar = 3.0;  // "far below": a third or less
 
 }  // namespace
@@ -79,27 +79,15 @@ void check_bus_bandwidth(const LogSet& logs, const std::vector<CommContext>& com
     if (c.job_comm == 0) continue;
     std::map<std::pair<int, int>, SizeClass> classes;  // (func, log2)
     for (const auto& inst : match.instances) {
-      if (inst.comm_id != c.job_comm || inst.nmembers < 2) continue;
-      int n = static_cast<int>(inst.expected > 0 ? inst.expected : inst.nmembers);
-      double factor = busbw_factor(inst.func, n);
-      double size = algbw_bytes(inst.func, inst.bytes, n);
-      if (factor <= 0 || size < kMinBytes) continue;
-      int64_t best_ns = 0;
-      for (uint32_t k = 0; k < inst.nmembers && inst.first_member + k < match.members.size(); ++k) {
-        const auto& mem = match.members[inst.first_member + k];
-        if (mem.rank_index >= job.ranks.size()) continue;
-        const auto& calls = job.ranks[mem.rank_index].calls;
-        if (mem.call_index >= calls.size() || !calls[mem.call_index].has_gpu()) continue;
-        int64_t d = calls[mem.call_index].gpu_end_ns - calls[mem.call_index].gpu_start_ns;
-        if (d > 0 && (best_ns == 0 || d < best_ns)) best_ns = d;
-      }
-      if (best_ns <= 0) continue;  // host-only timing: enqueue times say nothing about bandwidth
-      SizeClass& sc =
-          classes[{static_cast<int>(inst.func), static_cast<int>(std::floor(std::log2(size)))}];
+      if (inst.comm_id != c.job_comm) continue;
+      InstanceBusbw b;
+      if (!instance_busbw(inst, job, match, b) || b.size < kMinBytes) continue;
+      const int log2 = static_cast<int>(std::floor(std::log2(b.size)));
+      SizeClass& sc = classes[{static_cast<int>(inst.func), log2}];
       sc.func = inst.func;
-      sc.log2 = static_cast<int>(std::floor(std::log2(size)));
-      sc.nranks = n;
-      sc.busbw.push_back(size / static_cast<double>(best_ns) * factor);  // bytes/ns == GB/s
+      sc.log2 = log2;
+      sc.nranks = b.nranks;
+      sc.busbw.push_back(b.gbs);
     }
     if (classes.empty()) continue;
 

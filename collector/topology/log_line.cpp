@@ -20,6 +20,8 @@
 //                 followed by " 0 : NET/0 GPU/0 .. NET/0" per channel
 #include "topology/log_line.h"
 
+#include <cctype>
+
 #include "topology/text_scan.h"
 
 namespace ncclwatch::topology {
@@ -275,6 +277,22 @@ ParsedLine parse_warn_line(std::string_view line) {
   return p;
 }
 
+// "NCCL_SOCKET_IFNAME set by environment to eth0", "NCCL_NTHREADS set by environment to 512."
+bool parse_setting(std::string_view msg, std::string& name, std::string& value) {
+  constexpr std::string_view kSetBy = " set by environment to ";
+  const std::size_t at = msg.find(kSetBy);
+  if (at == std::string_view::npos || at == 0 || at > 64) return false;
+  const std::string_view n = msg.substr(0, at);
+  for (char c : n) {
+    if (!(std::isupper(static_cast<unsigned char>(c)) || is_digit(c) || c == '_')) return false;
+  }
+  std::string_view v = trim(msg.substr(at + kSetBy.size()));
+  if (!v.empty() && v.back() == '.') v.remove_suffix(1);
+  name = std::string(n);
+  value = std::string(v.substr(0, 200));
+  return true;
+}
+
 }  // namespace
 
 ParsedLine parse_log_line(std::string_view line) {
@@ -305,6 +323,11 @@ ParsedLine parse_log_line(std::string_view line) {
     auto w = words(t);
     set(!w.empty(), LineKind::kVersion);
     if (!w.empty()) p.version = std::string(w.front());
+  } else if (msg.substr(0, 5) == "NCCL_" &&
+             msg.find(" set by environment to ") != std::string_view::npos) {
+    set(parse_setting(msg, p.setting_name, p.setting_value), LineKind::kSetting);
+  } else if (eat(t, "cudaDriverVersion ")) {
+    set(small_int(t, p.driver_version) && p.driver_version > 0, LineKind::kDriverVersion);
   } else if (msg.find("NVLS comm 0x") != std::string_view::npos ||
              msg.find("Connected NVLS") != std::string_view::npos) {
     p.kind = LineKind::kNvls;

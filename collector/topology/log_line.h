@@ -38,6 +38,8 @@ enum class LineKind : uint8_t {
   kCollChannels,   // "8 coll channels, 8 nvls channels, ..."
   kNics,           // "NET/IB : Using [0]mlx5_0:1/IB ..."
   kNvls,           // "NVLS comm 0x..", "Connected NVLS", ...
+  kSetting,        // "NCCL_IB_HCA set by environment to mlx5_0" (the ENV subsystem)
+  kDriverVersion,  // "cudaDriverVersion 12020" (2.13+)
   kKnown,          // recognised, nothing to keep ("Connected all rings", "Bootstrap : ...")
   kWarn,           // "host:pid:tid [dev] misc/socket.cc:484 NCCL WARN message" (any message)
 };
@@ -70,6 +72,9 @@ struct ParsedLine {
   int coll_channels = -1;
   HostNics nics;
   std::string version;
+  std::string setting_name;   // kSetting: "NCCL_IB_HCA"
+  std::string setting_value;  // kSetting: "mlx5_0" (NCCL's trailing '.' removed)
+  int driver_version = -1;    // kDriverVersion: 12020
 };
 
 // Classifies and parses one line (without its '\n'). Never throws on any input.

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -289,6 +290,21 @@ void LogParser::add_line(const std::string& file, std::string_view line) {
       bool seen = false;
       for (const auto& v : set_.versions) seen = seen || v == p.version;
       if (!seen && set_.versions.size() < 64) set_.versions.push_back(p.version);
+      break;
+    }
+    case LineKind::kSetting: {
+      const bool known = set_.settings.count(p.setting_name) > 0;
+      if (!known && set_.settings.size() >= 128) break;
+      std::vector<std::string>& values = set_.settings[p.setting_name];
+      if (values.size() < 8 &&
+          std::find(values.begin(), values.end(), p.setting_value) == values.end())
+        values.push_back(p.setting_value);
+      break;
+    }
+    case LineKind::kDriverVersion: {
+      auto& d = set_.driver_versions;
+      if (d.size() < 16 && std::find(d.begin(), d.end(), p.driver_version) == d.end())
+        d.push_back(p.driver_version);
       break;
     }
     case LineKind::kComm:

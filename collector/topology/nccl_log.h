@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,10 @@ struct LogSet {
   std::vector<GraphDump> graph_dumps;
   std::vector<std::string> versions;  // "2.18.5+cuda12.2", as printed
   NcclWarnings warnings;              // NCCL's WARN lines, grouped
+  // NCCL_* variables NCCL reported as set ("set by environment to"; NCCL_DEBUG_SUBSYS=ENV):
+  // name -> the distinct values seen (at most 8 each, 128 names).
+  std::map<std::string, std::vector<std::string>> settings;
+  std::vector<int> driver_versions;  // "cudaDriverVersion 12020": 12020, distinct
   // Unreadable files, bad XML, ...: the readers' one warning type (as trace and Kineto loads).
   std::vector<model::InputProblem> problems;
   ParseStats stats;

@@ -120,7 +120,16 @@ bool add_to_report(const std::vector<std::string>& logs, const model::JobTrace& 
       body += "; NCCL";
       for (const auto& v : set.versions) body += " " + v;
     }
+    for (int v : set.driver_versions)
+      body += "; CUDA driver " + std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
     body += "\n";
+    if (!set.settings.empty()) {
+      body += "  NCCL settings:";
+      for (const auto& [name, values] : set.settings) {
+        for (const auto& v : values) body += " " + name + "=" + v;
+      }
+      body += "\n";
+    }
   }
   for (const CommContext& c : comms) {
     if (c.group == nullptr) continue;
@@ -209,6 +218,10 @@ bool add_to_report(const std::vector<std::string>& logs, const model::JobTrace& 
   }
   j["dumps"] = dumps;
   j["logs"] = logs;
+  nlohmann::json drivers = nlohmann::json::array();
+  for (int v : set.driver_versions)
+    drivers.push_back(std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10));
+  j["environment"] = {{"nccl_settings", set.settings}, {"cuda_driver_versions", drivers}};
   report.json["topology"] = std::move(j);
   report.sections.push_back({"Topology", body});
   add_nccl_warnings(set.warnings, job, report);

@@ -48,6 +48,8 @@ TEST(KinetoLoader, ReadsKernelsCallsAndRangesWithKnownOverlap) {
   EXPECT_EQ(t->info.world_size, 2);
   EXPECT_EQ(t->info.device, 1);
   EXPECT_EQ(t->info.pid, 9);
+  EXPECT_EQ(t->info.nccl_version, "2.21.5");
+  EXPECT_EQ(t->info.gpu_name, "");  // no deviceProperties
   EXPECT_EQ(t->info.timing, model::TimingSource::kKineto);
   EXPECT_TRUE(t->info.complete);
   ASSERT_EQ(t->kernels.size(), 4u);
@@ -86,6 +88,20 @@ TEST(KinetoLoader, ReadsKernelsCallsAndRangesWithKnownOverlap) {
   EXPECT_EQ(t->launches[0].correlation, 14u);
 
   EXPECT_NEAR(analysis::overlap_fraction(*t), 2.0 / 3.0, 1e-12);
+}
+
+TEST(KinetoLoader, GpuNameOfTheRanksDevice) {
+  TempDir tmp;
+  std::string doc = testing::synthetic_trace({.rank = 1});  // deviceProperties: id 1, H100
+  const std::string props = R"("deviceProperties": [{"id": 0, "name": "NVIDIA A100"}, {)";
+  doc.replace(doc.find(R"("deviceProperties": [{)"), 22, props);
+  write_file(tmp.path("r1.json"), doc);
+  std::vector<model::InputProblem> problems;
+  auto t = load_rank(tmp.path("r1.json"), problems);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->info.device, 1);
+  EXPECT_EQ(t->info.gpu_name, "NVIDIA H100");
+  EXPECT_EQ(t->info.nccl_version, "2.21.5");
 }
 
 TEST(KinetoLoader, GzipAndPlainGiveTheSameTrace) {

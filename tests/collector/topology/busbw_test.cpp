@@ -1,6 +1,7 @@
 // low-busbw from the job's own matched collectives, and the job's side of the node count.
 #include <gtest/gtest.h>
 
+#include "topology/busbw_table.h"
 #include "topology/checks.h"
 #include "topology/log_parser.h"
 #include "topology/topology_report.h"
@@ -89,6 +90,41 @@ TEST(BusBandwidth, NcclTestsFactors) {
   EXPECT_DOUBLE_EQ(busbw_factor(model::Func::kSend, 2), 0.0);
   EXPECT_DOUBLE_EQ(algbw_bytes(model::Func::kAllGather, 1000, 4), 4000.0);
   EXPECT_DOUBLE_EQ(algbw_bytes(model::Func::kAllReduce, 1000, 4), 1000.0);
+}
+
+TEST(BusBandwidth, TablePerOpSizeClassAndScope) {
+  Job j(8);  // 2 hosts of 4: cross-node
+  j.add(model::Func::kAllReduce, 24 * MiB, 40, 4);
+  j.add(model::Func::kAllReduce, 24 * MiB, 50, 1);
+  j.add(model::Func::kAllGather, 2 * MiB, 80, 3);  // counts 8 x 2 MiB = 16 MiB
+  j.add(model::Func::kAllReduce, 4096, 0.5, 2);
+  model::Report report;
+  add_busbw_table(j.job, j.match, report);
+  const auto& rows = report.json.at("bus_bandwidth");
+  ASSERT_EQ(rows.size(), 3u) << rows.dump(1);
+  // Ordered by op, then size class.
+  EXPECT_EQ(rows[0]["op"], "all_reduce");
+  EXPECT_EQ(rows[0]["size_min"].get<double>(), 4096);
+  EXPECT_TRUE(rows[0]["latency_bound"].get<bool>());
+  EXPECT_EQ(rows[1]["op"], "all_reduce");
+  EXPECT_EQ(rows[1]["size_min"].get<double>(), 16 * MiB);
+  EXPECT_EQ(rows[1]["size_max"].get<double>(), 32 * MiB);
+  EXPECT_EQ(rows[1]["scope"], "cross-node");
+  EXPECT_EQ(rows[1]["calls"], 5);
+  EXPECT_NEAR(rows[1]["busbw_gbs"].get<double>(), 40, 0.01);  // times are whole ns
+  EXPECT_NEAR(rows[1]["best_gbs"].get<double>(), 50, 0.01);
+  EXPECT_NEAR(rows[1]["spread_gbs"].get<double>(), 0, 0.01);  // 4 of 5 alike: MAD 0
+  EXPECT_GT(rows[1]["sem_gbs"].get<double>(), 0);
+  EXPECT_FALSE(rows[1]["latency_bound"].get<bool>());
+  EXPECT_EQ(rows[2]["op"], "all_gather");
+  EXPECT_EQ(rows[2]["size_min"].get<double>(), 16 * MiB);
+  EXPECT_NEAR(rows[2]["busbw_gbs"].get<double>(), 80, 0.01);
+
+  Job one_host(4, 8);
+  one_host.add(model::Func::kAllReduce, 24 * MiB, 40, 1);
+  model::Report r2;
+  add_busbw_table(one_host.job, one_host.match, r2);
+  EXPECT_EQ(r2.json.at("bus_bandwidth")[0]["scope"], "intra-node");
 }
 
 TEST(BusBandwidth, SteadyJobHasNoFinding) {

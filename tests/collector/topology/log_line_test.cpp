@@ -39,6 +39,22 @@ TEST(LogLine, Version) {
   EXPECT_EQ(bare.version, "2.5.6+cuda10.2");
 }
 
+TEST(LogLine, SettingsAndDriverVersion) {
+  auto s = P("NCCL_SOCKET_IFNAME set by environment to eth0");
+  EXPECT_EQ(s.kind, LineKind::kSetting);
+  EXPECT_EQ(s.setting_name, "NCCL_SOCKET_IFNAME");
+  EXPECT_EQ(s.setting_value, "eth0");
+  auto n = P("NCCL_NTHREADS set by environment to 512.");
+  EXPECT_EQ(n.setting_name, "NCCL_NTHREADS");
+  EXPECT_EQ(n.setting_value, "512");  // NCCL's trailing '.' after numbers
+  EXPECT_EQ(P("NCCL_ALGO set by environment to Tree").setting_value, "Tree");
+  EXPECT_EQ(P("NCCL_bad name set by environment to x").kind, LineKind::kMalformed);
+  auto d = P("cudaDriverVersion 12020");
+  EXPECT_EQ(d.kind, LineKind::kDriverVersion);
+  EXPECT_EQ(d.driver_version, 12020);
+  EXPECT_EQ(P("cudaDriverVersion x").kind, LineKind::kMalformed);
+}
+
 TEST(LogLine, CommLinesOfEachVersion) {
   auto v219 = P("comm 0x8ec0ac0 rank 6 nRanks 16 nNodes 2 localRanks 8 localRank 6 MNNVL 0");
   ASSERT_EQ(v219.kind, LineKind::kComm);

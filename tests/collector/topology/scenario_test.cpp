@@ -278,6 +278,31 @@ TEST(Scenario, CliPathFindsLogsInADirectoryAndWritesTheReport) {
   EXPECT_EQ(report.findings[0].source, "topology");
 }
 
+TEST(Scenario, SettingsAndDriverVersionGoToTheJson) {
+  auto dir =
+      std::filesystem::temp_directory_path() / ("ncclwatch-topo-env-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "nccl-debug.a.1.log")
+      << "node1:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0\n"
+         "node1:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Tree\n"
+         "node1:1:1 [0] NCCL INFO cudaDriverVersion 12020\n"
+         "node1:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n";
+  std::ofstream(dir / "nccl-debug.b.2.log")
+      << "node2:2:2 [0] NCCL INFO NCCL_ALGO set by environment to Ring\n"
+         "node2:2:2 [0] NCCL INFO NCCL_ALGO set by environment to Tree\n";
+  model::Report report;
+  add_to_report(find_logs(dir.string()), model::JobTrace{}, model::MatchResult{}, report);
+  std::filesystem::remove_all(dir);
+  const auto& env = report.json["topology"]["environment"];
+  EXPECT_EQ(env["nccl_settings"]["NCCL_SOCKET_IFNAME"], nlohmann::json({"eth0"}));
+  EXPECT_EQ(env["nccl_settings"]["NCCL_ALGO"], nlohmann::json({"Tree", "Ring"}));
+  EXPECT_EQ(env["cuda_driver_versions"], nlohmann::json({"12.2"}));
+  EXPECT_EQ(report.json["topology"]["parse"]["versions"], nlohmann::json({"2.21.5+cuda12.4"}));
+  EXPECT_NE(report.sections[0].body.find("NCCL settings: NCCL_ALGO=Tree NCCL_ALGO=Ring"),
+            std::string::npos)
+      << report.sections[0].body;
+}
+
 TEST(Scenario, NoLogsSaysHowToPassThem) {
   model::Report report;
   add_to_report({}, model::JobTrace{}, model::MatchResult{}, report);
