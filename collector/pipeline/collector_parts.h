@@ -9,6 +9,7 @@
 #include "model/match_result.h"
 #include "model/report.h"
 #include "model/vocabulary.h"
+#include "pipeline/collector_schema.h"
 
 namespace ncclwatch::pipeline {
 
@@ -53,7 +54,5 @@ struct CommKernelCount {
   uint32_t ranks = 0;  // ranks that ran at least one
 };
 std::vector<CommKernelCount> comm_kernel_counts(const model::JobTrace& job);
-
-inline constexpr int kSchemaVersion = 1;
 
 }  // namespace ncclwatch::pipeline

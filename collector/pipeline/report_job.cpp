@@ -14,57 +14,27 @@
 #include "export/chrome_trace.h"
 #include "export/html_report.h"
 #include "model/message.h"
+#include "model/vocabulary.h"
 #include "pipeline/pipeline.h"
 #include "report/json_renderer.h"
 #include "report/text_renderer.h"
 
 #include "pipeline/job_input.h"
+#include "pipeline/progress_line.h"
 
 namespace ncclwatch::pipeline {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// Progress on stderr, only once the work has taken more than a second: a terminal gets one line
-// rewritten in place, a log file a line every few seconds.
-class ProgressLine {
- public:
-  ProgressLine(std::FILE* err, bool enabled)
-      : err_(err), enabled_(enabled), tty_(isatty(fileno(err)) == 1) {}
-  ~ProgressLine() {
-    if (dirty_) std::fputc('\n', err_);
-  }
-  void show(const std::string& text) {
-    if (!enabled_) return;
-    auto now = Clock::now();
-    if (now - start_ < std::chrono::seconds(1)) return;
-    if (!tty_ && now - last_ < std::chrono::seconds(5)) return;
-    last_ = now;
-    double s = std::chrono::duration<double>(now - start_).count();
-    if (tty_) {
-      std::fprintf(err_, "\rncclwatch: %s (%.1f s)\033[K", text.c_str(), s);
-      dirty_ = true;
-    } else {
-      std::fprintf(err_, "ncclwatch: %s (%.1f s)\n", text.c_str(), s);
-    }
-    std::fflush(err_);
-  }
-
- private:
-  std::FILE* err_;
-  bool enabled_, tty_, dirty_ = false;
-  Clock::time_point start_ = Clock::now(), last_{};
-};
-
 // The job, from the inputs of the kind their content says (or --kineto's); nullopt after a line
 // on `err` when the inputs are missing, unrecognised or mixed.
-std::optional<JobInput> load(const ReportRequest& req, model::JobTrace& job, ProgressLine& progress,
+std::optional<JobInput> load(const ReportRequest& req, model::JobTrace& job,
+                             const std::function<void(const std::string&)>& progress,
                              std::FILE* err) {
   std::vector<std::string> paths = req.inputs;
   if (!req.dir.empty()) paths.insert(paths.begin(), req.dir);
   if (!paths.empty() && !req.kineto.empty()) {
-    std::fprintf(err, "ncclwatch: give trace inputs or --kineto files, not both\n");
+    model::say(err, "give trace inputs or --kineto files, not both");
     return std::nullopt;
   }
   std::optional<JobInput> input;
@@ -72,18 +42,45 @@ std::optional<JobInput> load(const ReportRequest& req, model::JobTrace& job, Pro
   if (!req.kineto.empty()) {
     input = JobInput{InputKind::kKineto, req.kineto};
   } else if (input = detect_job_input(paths, error); !input) {
-    std::fprintf(err, "ncclwatch: %s\n", error.c_str());
+    model::say(err, error);
     return std::nullopt;
   }
   JobLoadSettings settings;
   settings.job = req.job;
   settings.max_inflate_ratio = req.max_inflate_ratio;
-  settings.progress = [&progress](const std::string& line) { progress.show(line); };
+  settings.progress = progress;
   job = load_job_input(*input, settings);
   return input;
 }
 
 }  // namespace
+
+std::optional<AnalysedJob> analyse_job(const ReportRequest& req, std::FILE* err,
+                                       const std::function<void(const std::string&)>& progress) {
+  AnalysedJob out;
+  const std::optional<JobInput> input = load(req, out.job, progress, err);
+  if (!input) return std::nullopt;
+  out.kind = input->kind;
+  out.paths = input->paths;
+  const bool ncclwatch_traces = input->kind == InputKind::kNcclwatch;
+  if (out.job.ranks.empty()) {
+    for (const auto& p : out.job.problems) model::say(err, model::problem_line(p));
+    model::say(err,
+               fmt::format("no rank traces{} in {}", req.job.empty() ? "" : " of job " + req.job,
+                           ncclwatch_traces                    ? input->paths[0]
+                           : input->kind == InputKind::kKineto ? "the Kineto files"
+                                                               : "the Nsight Systems exports"));
+    return std::nullopt;
+  }
+  PipelineOptions options;
+  // NCCL_DEBUG logs next to the traces feed the topology check.
+  if (ncclwatch_traces) options.topology_dir = input->paths[0];
+  options.topology_logs = req.nccl_logs;
+  options.link_gpu = ncclwatch_traces;
+  if (progress) options.progress = [&progress](const char* stage) { progress(stage); };
+  out.result = run_pipeline(out.job, options);
+  return out;
+}
 
 bool no_rank_traces(const std::string& dir) {
   std::error_code ec;
@@ -94,7 +91,6 @@ bool no_rank_traces(const std::string& dir) {
 }
 
 ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err) {
-  model::JobTrace job;
   ReportStatus rc = ReportStatus::kClean;
   exporter::StepWindow steps;  // the CLI checks --steps (a usage error); this is the backstop
   if (!req.steps.empty() && !exporter::StepWindow::parse(req.steps, steps)) {
@@ -104,26 +100,11 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
   }
   {
     ProgressLine progress(err, req.progress);
-    const std::optional<JobInput> input = load(req, job, progress, err);
-    if (!input) return ReportStatus::kError;
-    const bool ncclwatch_traces = input->kind == InputKind::kNcclwatch;
-    if (job.ranks.empty()) {
-      for (const auto& p : job.problems)
-        std::fprintf(err, "ncclwatch: %s: %s\n", p.source.c_str(), p.message.c_str());
-      std::fprintf(err, "ncclwatch: no rank traces%s in %s\n",
-                   req.job.empty() ? "" : (" of job " + req.job).c_str(),
-                   ncclwatch_traces                    ? input->paths[0].c_str()
-                   : input->kind == InputKind::kKineto ? "the Kineto files"
-                                                       : "the Nsight Systems exports");
-      return ReportStatus::kError;
-    }
-    PipelineOptions options;
-    // NCCL_DEBUG logs next to the traces feed the topology check.
-    if (ncclwatch_traces) options.topology_dir = input->paths[0];
-    options.topology_logs = req.nccl_logs;
-    options.link_gpu = ncclwatch_traces;
-    options.progress = [&progress](const char* stage) { progress.show(stage); };
-    PipelineResult result = run_pipeline(job, options);
+    std::optional<AnalysedJob> analysed =
+        analyse_job(req, err, [&progress](const std::string& line) { progress.show(line); });
+    if (!analysed) return ReportStatus::kError;
+    model::JobTrace& job = analysed->job;
+    PipelineResult& result = analysed->result;
     model::Report& report = result.report;
     // A demo's run says SIMULATED however it is reported: by `ncclwatch demo`, or later from the
     // traces it kept, by the job id every trace header records (never by a file beside them).

@@ -5,9 +5,13 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "pipeline/job_input.h"
+#include "pipeline/pipeline.h"
 
 namespace ncclwatch::pipeline {
 
@@ -46,6 +50,19 @@ enum class ReportStatus : int {
 
 // No rank trace at all in `dir` (of `job`, when given): the job made no NCCL call under the shim.
 bool no_rank_traces(const std::string& dir);
+
+// The job of `req`'s inputs, loaded and analysed exactly as `report` does it (the loaders of
+// job_input.h, then run_pipeline): what `ncclwatch diff` makes of a trace input. nullopt after
+// one line on `err` when the inputs are missing, unrecognised or hold no rank trace.
+// `progress` gets a line now and then (the loader's and the pipeline's stages).
+struct AnalysedJob {
+  InputKind kind = InputKind::kNcclwatch;
+  std::vector<std::string> paths;
+  model::JobTrace job;
+  PipelineResult result;
+};
+std::optional<AnalysedJob> analyse_job(const ReportRequest& req, std::FILE* err,
+                                       const std::function<void(const std::string&)>& progress);
 
 ReportStatus report_job(const ReportRequest& request, std::FILE* out, std::FILE* err);
 
