@@ -49,7 +49,7 @@ std::string bars(const DiffResult& r) {
       const Compared& p = r.parts[i];
       const std::optional<Figure>& f = row == 0 ? p.base : p.now;
       if (!f || f->value <= 0) continue;
-      const double w = 780.0 * f->value / scale;
+      const double w = 700.0 * f->value / scale;  // room for the label after the bar
       svg += fmt::format(
           "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"26\" fill=\"{}\"><title>{}: "
           "{}</title></rect>",

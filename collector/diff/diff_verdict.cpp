@@ -137,8 +137,11 @@ class Verdict {
       return "GPU idle before collectives " + d + " (the host launches them late)";
     if (p.key == "idle_other")
       return "GPU idle between kernels " + d + " (launch-bound: small kernels, host overhead)";
-    if (p.key == "host_in_nccl") return "time inside NCCL calls " + d + " (host-side)";
-    if (p.key == "host_between") return "time between NCCL calls " + d + " (host-side)";
+    if (p.key == "host_in_nccl")
+      return "time inside NCCL calls " + d + " (host-side: blocking calls waiting or transferring)";
+    if (p.key == "host_between")
+      return "time between NCCL calls " + d +
+             " (host-side: compute, syncs, data loading; without GPU timing not told apart)";
     return p.label + " " + d;
   }
 

@@ -126,7 +126,9 @@ std::optional<RunInput> load_run(const std::string& path, const char* side, std:
   if (!job) return std::nullopt;
   RunInput run;
   run.path = path;
-  run.kind = job->kind == pipeline::InputKind::kKineto ? "Kineto traces" : "trace directory";
+  run.kind = job->kind == pipeline::InputKind::kNcclwatch ? "trace directory"
+             : job->kind == pipeline::InputKind::kKineto  ? "Kineto traces"
+                                                          : "imported traces";
   run.report = report::render_json(job->result.report);
   return run;
 }

@@ -80,7 +80,8 @@ void per_rank(DiffResult& r) {
     ++matched;
     Compared c;
     c.key = fmt::format("compute_rank_{}", rf.rank);
-    c.label = fmt::format("compute, rank {} ({})", rf.rank, rf.host);
+    c.label = rf.host.empty() ? fmt::format("compute, rank {}", rf.rank)
+                              : fmt::format("compute, rank {} ({})", rf.rank, rf.host);
     c.unit = "us";
     const double job_spread = job ? job->spread : 0;
     c.base = Figure{it->second->compute_us, std::max(it->second->compute_spread_us, job_spread), 0};

@@ -124,6 +124,31 @@ TEST(DiffSim, DataLoaderStall) {
   expect_only(r, {"step", "idle_step_boundary", "pattern", "exposed_wait"});
 }
 
+TEST(DiffSim, HostOnlyRunsCompareTheHostSideSplit) {
+  // NCCLWATCH_MODE=host: no kernels, the step splits into time inside and between NCCL calls.
+  auto base = noisy_job(9), now = noisy_job(10);
+  base.host_only = now.host_only = true;
+  now.ranks[3].compute_scale = 1.3;
+  const DiffResult r = diff_of(base, now);
+  EXPECT_EQ(r.base.basis, "host");
+  EXPECT_TRUE(r.regression) << dump(r);
+  EXPECT_TRUE(contains(r.verdict, "rank 3 (node-a) late in NEW only")) << r.verdict;
+  // The simulator's calls return at once (asynchronous NCCL): the host waits between them.
+  EXPECT_TRUE(contains(r.verdict, "step time +")) << r.verdict;
+  EXPECT_TRUE(contains(r.verdict, ": time between NCCL calls +")) << r.verdict;
+  EXPECT_TRUE(r.busbw.empty());  // no GPU timing: no bandwidth
+  expect_only(r, {"step", "host_", "straggler:rank 3", "pattern"});
+  // The same host-only job twice: nothing.
+  EXPECT_TRUE(diff_of(base,
+                      [] {
+                        auto p = noisy_job(11);
+                        p.host_only = true;
+                        return p;
+                      }())
+                  .flagged_keys()
+                  .empty());
+}
+
 TEST(DiffSim, FasterComputeMakesTheStallWeighMore) {
   // bf16: compute halves, the 5 ms data-loader stall stays: its share of the step grows.
   auto base = noisy_job(7), now = noisy_job(8);
