@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "analysis/robust_stats.h"
+#include "model/robust_spread.h"
 
 namespace ncclwatch::analysis {
 namespace {
@@ -72,7 +73,7 @@ nlohmann::json series_json(const std::vector<std::pair<StepTimes, std::size_t>>&
     for (double x : v) sq += (x - m) * (x - m);
     const double sd = steps.size() > 1 ? std::sqrt(sq / (n - 1)) : 0.0;
     mean[f.key] = m;
-    spread[f.key] = stats::mad_sigma(v);
+    spread[f.key] = model::robust_spread(v);
     sem[f.key] = sd / std::sqrt(n);
   }
   return {{"basis", basis},  {"ranks", nranks},     {"steps", steps.size()},

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "analysis/robust_stats.h"
+#include "model/robust_spread.h"
 
 namespace ncclwatch::diff {
 namespace {
@@ -152,7 +153,7 @@ class Reader {
     f.value = sum / n;
     double sq = 0;
     for (double x : v) sq += (x - f.value) * (x - f.value);
-    f.spread = analysis::stats::mad_sigma(v);
+    f.spread = model::robust_spread(v);
     f.sem = v.size() > 1 ? std::sqrt(sq / (n - 1)) / std::sqrt(n) : 0;
     return f;
   }

@@ -7,6 +7,7 @@
 
 #include "model/func_names.h"
 #include "model/median.h"
+#include "model/robust_spread.h"
 #include "topology/checks.h"
 
 namespace ncclwatch::topology {
@@ -36,14 +37,6 @@ class CrossNode {
   const model::MatchResult& match_;
   std::unordered_map<uint64_t, bool> known_;
 };
-
-double sigma(const std::vector<double>& v, double med) {
-  if (v.size() < 2) return 0;
-  std::vector<double> dev;
-  dev.reserve(v.size());
-  for (double x : v) dev.push_back(std::fabs(x - med));
-  return 1.4826 * model::median(std::move(dev));
-}
 
 double standard_error(const std::vector<double>& v) {
   if (v.size() < 2) return 0;
@@ -108,7 +101,7 @@ void add_busbw_table(const model::JobTrace& job, const model::MatchResult& match
                     {"calls", v.size()},
                     {"mean_bytes", sizes[key] / static_cast<double>(v.size())},
                     {"busbw_gbs", med},
-                    {"spread_gbs", sigma(v, med)},
+                    {"spread_gbs", model::robust_spread(v)},
                     {"sem_gbs", standard_error(v)},
                     {"best_gbs", best},
                     {"latency_bound", std::ldexp(1.0, log2 + 1) <= kBandwidthBoundBytes}});
