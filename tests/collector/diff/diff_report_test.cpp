@@ -114,6 +114,46 @@ TEST(DiffReport, DifferentJobsSayWhatCannotBeCompared) {
   EXPECT_TRUE(r.busbw.empty());
 }
 
+// What the runs' NCCL logs recorded: the version NCCL printed, the NCCL_* variables its ENV
+// subsystem reported, the CUDA driver.
+void recorded_nccl(json& report, const std::string& version, const json& settings,
+                   const std::string& driver) {
+  json& topo = report["topology"];
+  topo["parse"]["nccl_lines"] = 120;
+  topo["parse"]["versions"] = json::array({version});
+  topo["environment"]["nccl_settings"] = settings;
+  topo["environment"]["cuda_driver_versions"] = json::array({driver});
+}
+
+TEST(DiffReport, WhatChangedUnderneathExplainsASlowerTransfer) {
+  // An upgrade: NCCL 2.18 -> 2.21, NCCL_ALGO=Tree set, the same driver; the transfer is slower.
+  auto slow = noisy_job(2);
+  slow.transfer_ns = 3 * noisy_job(1).transfer_ns;
+  json base = sim_report(noisy_job(1)), now = sim_report(slow);
+  recorded_nccl(base, "2.18.5+cuda12.2", {{"NCCL_IB_HCA", {"mlx5_0"}}}, "12.4");
+  recorded_nccl(now, "2.21.5+cuda12.4", {{"NCCL_IB_HCA", {"mlx5_0"}}, {"NCCL_ALGO", {"Tree"}}},
+                "12.4");
+  const DiffResult r = compare_reports(base, now);
+  EXPECT_TRUE(r.regression) << dump(r);
+  const std::string first = r.verdict.substr(0, r.verdict.find(';'));
+  EXPECT_TRUE(contains(first, "exposed communication +")) << r.verdict;
+  EXPECT_TRUE(contains(first, "NCCL version 2.18.5 → 2.21.5")) << r.verdict;
+  EXPECT_TRUE(contains(first, "CUDA (NCCL build) 12.2 → 12.4")) << r.verdict;
+  EXPECT_TRUE(contains(first, "NCCL_ALGO (unset) → Tree")) << r.verdict;
+  EXPECT_FALSE(contains(first, "NCCL_IB_HCA")) << r.verdict;  // the same in both
+  EXPECT_FALSE(contains(first, "CUDA driver")) << r.verdict;
+  // The same upgrade without a slower step is listed, not blamed: no verdict names it.
+  const DiffResult calm = compare_reports(base, [&] {
+    json j = sim_report(noisy_job(3));
+    recorded_nccl(j, "2.21.5+cuda12.4", {{"NCCL_IB_HCA", {"mlx5_0"}}, {"NCCL_ALGO", {"Tree"}}},
+                  "12.4");
+    return j;
+  }());
+  EXPECT_EQ(calm.verdict.rfind("no significant change", 0), 0u) << dump(calm);
+  EXPECT_FALSE(contains(calm.verdict, "NCCL")) << calm.verdict;
+  EXPECT_TRUE(contains(dump(calm), "NCCL_ALGO")) << dump(calm);
+}
+
 // Every leaf replaced by a value of each other type, one at a time: no exception, no crash;
 // and a report diffed against a mutant of itself never claims a straggler appeared by itself.
 TEST(DiffReport, MutatedReportsNeverCrash) {
