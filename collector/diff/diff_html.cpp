@@ -104,15 +104,15 @@ std::string render_html(const DiffResult& r, const Sides& sides) {
     for (const FindingChange& x : *list) {
       f += fmt::format(
           "<tr class=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-          "<td>{:.1f} % &rarr; {:.1f} %</td></tr>",
+          "<td>{} &rarr; {}</td></tr>",
           x.flagged ? "flag" : "", esc(x.kind), esc(x.who), esc(x.where), esc(x.cause),
-          x.base_cost_pct, x.new_cost_pct);
+          esc(cost_text(x.base_cost)), esc(cost_text(x.new_cost)));
     }
   }
   if (!f.empty()) {
     body +=
         "<h2>Stragglers and slow links</h2><table><tr><th>kind</th><th>who</th><th>where</th>"
-        "<th>cause</th><th>cost (share of step time)</th></tr>" +
+        "<th>cause</th><th>cost per step (share of step time)</th></tr>" +
         f + "</table>";
   }
   body += fmt::format("<h2>Pattern</h2><p>BASE: {}<br>NEW: {}</p>", esc(r.base.pattern_text),

@@ -47,6 +47,12 @@ json side_json(const RunSummary& s, const std::string& path, const std::string& 
           {"pattern", s.pattern_row}};
 }
 
+// The report's own pair of keys for a cost, null in the run the finding is not in.
+json cost_json(const std::optional<FindingCost>& cost) {
+  if (!cost) return nullptr;
+  return {{"cost_pct", cost->pct}, {"cost_us_per_step", cost->us_per_step}};
+}
+
 json findings_json(const std::vector<FindingChange>& list) {
   json out = json::array();
   for (const FindingChange& f : list) {
@@ -54,8 +60,8 @@ json findings_json(const std::vector<FindingChange>& list) {
                    {"who", f.who},
                    {"cause", f.cause},
                    {"where", f.where},
-                   {"base_cost_pct", f.base_cost_pct},
-                   {"new_cost_pct", f.new_cost_pct},
+                   {"base_cost", cost_json(f.base_cost)},
+                   {"new_cost", cost_json(f.new_cost)},
                    {"lateness_us", f.lateness_us},
                    {"flagged", f.flagged}});
   }

@@ -4,6 +4,7 @@
 // (run_comparison.h); rendered as text, JSON and HTML by diff_render.h.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,9 @@ struct FindingChange {
   std::string who;    // "rank 17 (node-c)", "node-b"
   std::string cause;  // "gpu-slow", "host-stall", "network", "unknown"
   std::string where;  // "NEW only", "BASE only", "both"
-  double base_cost_pct = 0, new_cost_pct = 0;
+  // Its cost in each run (the findings' unit: share of the job's rank-time and time per step);
+  // none in the run it is not in.
+  std::optional<FindingCost> base_cost, new_cost;
   double lateness_us = 0;  // of the run it is in (NEW when both)
   bool flagged = false;    // one-sided and at warning level (>= 1 % of step time)
 };

@@ -15,6 +15,12 @@ std::string value_text(double v, const std::string& unit) {
   return fmt::format("{:.3g}", v);
 }
 
+std::string cost_text(const std::optional<FindingCost>& cost) {
+  if (!cost) return "—";
+  return fmt::format("{}/step ({:.1f}% of step time)",
+                     analysis::human_time(cost->us_per_step * 1e3), cost->pct);
+}
+
 std::string change_text(const Compared& c) {
   if (!c.both()) return "";
   const double d = c.delta();
@@ -55,9 +61,9 @@ std::string findings(const DiffResult& r) {
   std::string out;
   for (const auto* list : {&r.stragglers, &r.slow_links}) {
     for (const FindingChange& f : *list) {
-      out += fmt::format(
-          "{} {:<10} {:<24} {:<10} cause {:<11} cost {:.1f} % → {:.1f} % of step time\n",
-          f.flagged ? '*' : ' ', f.kind, f.who, f.where, f.cause, f.base_cost_pct, f.new_cost_pct);
+      out += fmt::format("{} {:<10} {:<24} {:<10} cause {:<11} cost {} → {}\n",
+                         f.flagged ? '*' : ' ', f.kind, f.who, f.where, f.cause,
+                         cost_text(f.base_cost), cost_text(f.new_cost));
     }
   }
   if (out.empty()) out = "  none in either run\n";

@@ -184,10 +184,20 @@ class Verdict {
       named_.push_back(f);
     }
     if (!out.empty()) return " (" + out + ")";
-    for (const FindingChange& f : r_.stragglers) {
-      if (f.where == "both")
-        return fmt::format(" ({} costs {:.1f} % → {:.1f} % of step time)", f.who, f.base_cost_pct,
-                           f.new_cost_pct);
+    // A straggler or slow link of both runs whose cost moved most in the waiting's direction.
+    const FindingChange* most = nullptr;
+    double most_delta = 0;
+    for (const auto* list : {&r_.stragglers, &r_.slow_links}) {
+      for (const FindingChange& f : *list) {
+        if (f.where != "both" || !f.base_cost || !f.new_cost) continue;
+        const double d = f.new_cost->us_per_step - f.base_cost->us_per_step;
+        if ((up ? d : -d) > most_delta) most = &f, most_delta = up ? d : -d;
+      }
+    }
+    if (most) {
+      return fmt::format(" ({} costs {}/step → {}/step in exposed waiting)",
+                         most->kind == "slow link" ? "the slow link at " + most->who : most->who,
+                         t(most->base_cost->us_per_step), t(most->new_cost->us_per_step));
     }
     return up ? " (no rank named: delays spread over every rank)" : "";
   }

@@ -22,8 +22,8 @@ std::vector<FindingChange> sided(const std::vector<T>& base, const std::vector<T
     FindingChange c;
     const auto it = b.find(key);
     c.where = it == b.end() ? "NEW only" : "both";
-    if (it != b.end()) c.base_cost_pct = it->second->cost_pct;
-    c.new_cost_pct = x->cost_pct;
+    if (it != b.end()) c.base_cost = it->second->cost;
+    c.new_cost = x->cost;
     fill(*x, c);
     c.flagged = it == b.end() && x->severity != "info";
     out.push_back(std::move(c));
@@ -32,7 +32,7 @@ std::vector<FindingChange> sided(const std::vector<T>& base, const std::vector<T
     if (n.count(key)) continue;
     FindingChange c;
     c.where = "BASE only";
-    c.base_cost_pct = x->cost_pct;
+    c.base_cost = x->cost;
     fill(*x, c);
     c.flagged = x->severity != "info";
     out.push_back(std::move(c));

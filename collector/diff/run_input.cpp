@@ -8,6 +8,7 @@
 
 #include "model/message.h"
 #include "pipeline/collector_schema.h"
+#include "pipeline/job_input.h"
 #include "pipeline/report_job.h"
 #include "report/json_renderer.h"
 
@@ -101,6 +102,19 @@ std::optional<RunInput> read_report(const std::string& path, const char* side, s
   return run;
 }
 
+// How the output names an input `report` reads.
+const char* input_kind_name(pipeline::InputKind kind) {
+  switch (kind) {
+    case pipeline::InputKind::kNcclwatch:
+      return "trace directory";
+    case pipeline::InputKind::kKineto:
+      return "Kineto traces";
+    case pipeline::InputKind::kNsys:
+      return "Nsight Systems exports";
+  }
+  return "imported traces";
+}
+
 }  // namespace
 
 bool looks_like_report_json(const std::string& path) {
@@ -126,9 +140,7 @@ std::optional<RunInput> load_run(const std::string& path, const char* side, std:
   if (!job) return std::nullopt;
   RunInput run;
   run.path = path;
-  run.kind = job->kind == pipeline::InputKind::kNcclwatch ? "trace directory"
-             : job->kind == pipeline::InputKind::kKineto  ? "Kineto traces"
-                                                          : "imported traces";
+  run.kind = input_kind_name(job->kind);
   run.report = report::render_json(job->result.report);
   return run;
 }

@@ -1,6 +1,7 @@
 // One side of `ncclwatch diff`: a report JSON written earlier (`report --json FILE`), read as
-// untrusted input, or any input `ncclwatch report` reads (a trace directory, Kineto traces, ...)
-// turned into its report JSON by the same loader and pipeline (pipeline/report_job.h).
+// untrusted input, or any input `ncclwatch report` reads (a trace directory, Kineto traces,
+// Nsight Systems exports: pipeline/job_input.h) turned into its report JSON by the same loader
+// and pipeline (pipeline/report_job.h).
 #pragma once
 
 #include <cstdio>
@@ -14,7 +15,7 @@ namespace ncclwatch::diff {
 
 struct RunInput {
   std::string path;
-  std::string kind;  // "report JSON", "trace directory", "Kineto traces"
+  std::string kind;  // "report JSON", "trace directory", "Kineto traces", "Nsight Systems exports"
   nlohmann::json report;
 };
 

@@ -211,7 +211,29 @@ class Reader {
     }
   }
 
+  // Reports since the findings' cost unit (exposed waiting as a share of the job's rank-time,
+  // and that share x the mean step as time per step) write `cost_pct` on every findings[] entry.
+  // Older ones counted all waiting, summed over the ranks, as `cost_us_per_step`: their share is
+  // kept and the time per step derived from it, so both runs say one thing with one number.
+  bool current_cost_unit() const {
+    for (const json& f : array(r_, "findings")) {
+      if (f.is_object() && f.contains("cost_pct")) return true;
+    }
+    return false;
+  }
+
+  FindingCost cost_of(const json& finding, bool current) const {
+    FindingCost c;
+    c.pct = std::clamp(num_or(finding, "cost_pct", 0), 0.0, 100.0);
+    const double derived = c.pct / 100.0 * s_.step_us();
+    c.us_per_step = current ? num_or(finding, "cost_us_per_step", derived) : derived;
+    c.us_per_step = std::max(0.0, c.us_per_step);
+    return c;
+  }
+
   void read_findings() {
+    const bool current = current_cost_unit();
+    bool any_cost = false;
     for (const json& st : array(r_, "stragglers")) {
       StragglerFigures f;
       f.rank = static_cast<int>(num_or(st, "rank", -1));
@@ -220,9 +242,9 @@ class Reader {
       f.pattern = str(st, "pattern");
       f.severity = str(st, "severity");
       f.lateness_us = num_or(st, "lateness_us", 0);
-      f.cost_us_per_step = num_or(st, "cost_us_per_step", 0);
-      f.cost_pct = num_or(st, "cost_pct", 0);
-      if (f.severity.empty()) f.severity = f.cost_pct >= 1 ? "warning" : "info";
+      f.cost = cost_of(st, current);
+      any_cost = any_cost || f.cost.pct > 0;
+      if (f.severity.empty()) f.severity = f.cost.pct >= 1 ? "warning" : "info";
       s_.stragglers.push_back(std::move(f));
     }
     for (const json& l : array(r_, "slow_links")) {
@@ -230,9 +252,17 @@ class Reader {
       f.host = str(l, "host");
       f.severity = str(l, "severity");
       f.slowdown = num_or(l, "slowdown", 0);
-      f.cost_pct = num_or(l, "cost_pct", 0);
-      if (f.severity.empty()) f.severity = f.cost_pct >= 1 ? "warning" : "info";
+      f.cost = cost_of(l, current);
+      any_cost = any_cost || f.cost.pct > 0;
+      if (f.severity.empty()) f.severity = f.cost.pct >= 1 ? "warning" : "info";
       s_.slow_links.push_back(std::move(f));
+    }
+    if (!current && any_cost) {
+      s_.notes.push_back(fmt::format(
+          "{} predates the findings' cost unit (written by an older ncclwatch): its stragglers' "
+          "and slow links' costs counted all waiting, hidden or not; their time per step is "
+          "derived from their share of the step",
+          s_.side));
     }
     s_.pattern_row = str(at(r_, "pattern"), "row");
     s_.pattern_text = str(at(r_, "pattern"), "text");

@@ -60,15 +60,25 @@ struct BusbwFigures {
   Figure busbw_gbs;
 };
 
+// A finding's cost in the findings' one unit (docs/verdicts.md, "Figures"): the share of the
+// job's rank-time it takes (`cost_pct`) and the same share as time per step
+// (`cost_us_per_step` = cost_pct / 100 x the mean steady step).
+struct FindingCost {
+  double pct = 0;
+  double us_per_step = 0;
+};
+
 struct StragglerFigures {
   int rank = -1;
   std::string host, cause, pattern, severity;
-  double lateness_us = 0, cost_us_per_step = 0, cost_pct = 0;
+  double lateness_us = 0;
+  FindingCost cost;
 };
 
 struct SlowLinkFigures {
   std::string host, severity;
-  double slowdown = 0, cost_pct = 0;
+  double slowdown = 0;
+  FindingCost cost;
 };
 
 struct KernelFigures {

@@ -14,8 +14,8 @@ ncclwatch::tools::Command diff_command{
       CLI::App* sub = app.add_subcommand(
           "diff", "Compare two runs: what changed, beyond the runs' noise, and why the step did");
       sub->add_option("base", req->base,
-                      "The known-good run: a report JSON (report --json) or a trace directory / "
-                      "Kineto traces")
+                      "The known-good run: a report JSON (report --json), or what report reads: a "
+                      "trace directory, Kineto traces, Nsight Systems exports")
           ->required();
       sub->add_option("new", req->now, "The run to compare with it (same kinds of input)")
           ->required();

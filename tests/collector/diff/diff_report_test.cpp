@@ -5,6 +5,10 @@
 
 #include <fstream>
 
+#include <fmt/format.h>
+
+#include "analysis/units.h"
+
 #include "diff/diff_render.h"
 #include "diff/run_comparison.h"
 #include "diff/run_input.h"
@@ -152,6 +156,68 @@ TEST(DiffReport, WhatChangedUnderneathExplainsASlowerTransfer) {
   EXPECT_EQ(calm.verdict.rfind("no significant change", 0), 0u) << dump(calm);
   EXPECT_FALSE(contains(calm.verdict, "NCCL")) << calm.verdict;
   EXPECT_TRUE(contains(dump(calm), "NCCL_ALGO")) << dump(calm);
+}
+
+// A straggler of both runs whose cost grew: its cost is read in the findings' unit (share of
+// the job's rank-time and that share as time per step, as each report wrote them) and the
+// verdict names it with both.
+TEST(DiffReport, AStragglerOfBothRunsIsNamedByItsCost) {
+  auto base = noisy_job(3), now = noisy_job(4);
+  base.ranks[5].compute_scale = 1.15;
+  now.ranks[5].compute_scale = 1.3;
+  const json b = sim_report(base), n = sim_report(now);
+  const DiffResult r = compare_reports(b, n);
+  ASSERT_EQ(b["stragglers"].size(), 1u) << b["stragglers"].dump(1);
+  ASSERT_EQ(n["stragglers"].size(), 1u) << n["stragglers"].dump(1);
+  ASSERT_EQ(r.stragglers.size(), 1u) << dump(r);
+  const FindingChange& f = r.stragglers[0];
+  EXPECT_EQ(f.where, "both");
+  ASSERT_TRUE(f.base_cost && f.new_cost);
+  EXPECT_DOUBLE_EQ(f.base_cost->us_per_step, b["stragglers"][0]["cost_us_per_step"].get<double>());
+  EXPECT_DOUBLE_EQ(f.base_cost->pct, b["stragglers"][0]["cost_pct"].get<double>());
+  EXPECT_DOUBLE_EQ(f.new_cost->us_per_step, n["stragglers"][0]["cost_us_per_step"].get<double>());
+  EXPECT_DOUBLE_EQ(f.new_cost->pct, n["stragglers"][0]["cost_pct"].get<double>());
+  EXPECT_FALSE(f.flagged);  // in both runs: not one-sided
+  EXPECT_TRUE(r.regression) << dump(r);
+  const std::string first = r.verdict.substr(0, r.verdict.find(';'));
+  EXPECT_TRUE(contains(first, "waiting for a late peer +")) << r.verdict;
+  EXPECT_TRUE(contains(first, fmt::format("(rank 5 (node-b) costs {}/step → {}/step in exposed "
+                                          "waiting)",
+                                          analysis::human_time(f.base_cost->us_per_step * 1e3),
+                                          analysis::human_time(f.new_cost->us_per_step * 1e3))))
+      << r.verdict;
+  const json out = render_json(r, {});
+  EXPECT_EQ(out["stragglers"][0]["new_cost"]["cost_us_per_step"], f.new_cost->us_per_step);
+  EXPECT_TRUE(contains(dump(r), "cost " + cost_text(f.base_cost) + " → " + cost_text(f.new_cost)))
+      << dump(r);
+}
+
+// A baseline written before the findings' cost unit: its findings[] carry no cost, its
+// stragglers' cost_us_per_step is the waiting summed over the ranks. The share is read, the time
+// per step derived from it (not taken as ranks x larger), and a note says so.
+TEST(DiffReport, ABaselineOfTheOlderCostUnitIsRead) {
+  auto base = noisy_job(3), now = noisy_job(4);
+  base.ranks[5].compute_scale = now.ranks[5].compute_scale = 1.3;
+  json old = sim_report(base);
+  for (json& f : old["findings"]) {
+    f.erase("cost_pct");
+    f.erase("cost_us_per_step");
+  }
+  ASSERT_EQ(old["stragglers"].size(), 1u);
+  json& st = old["stragglers"][0];
+  st["cost_us_per_step"] = st["cost_us_per_step"].get<double>() * 8;  // summed over 8 ranks
+  const DiffResult r = compare_reports(old, sim_report(now));
+  EXPECT_TRUE(any_contains(r.notes, "BASE predates the findings' cost unit")) << dump(r);
+  ASSERT_EQ(r.stragglers.size(), 1u);
+  ASSERT_TRUE(r.stragglers[0].base_cost.has_value());
+  EXPECT_NEAR(r.stragglers[0].base_cost->us_per_step,
+              st["cost_pct"].get<double>() / 100 * r.base.step_us(), 1e-6);
+  EXPECT_NEAR(r.stragglers[0].base_cost->us_per_step, st["cost_us_per_step"].get<double>() / 8,
+              0.05 * st["cost_us_per_step"].get<double>() / 8);
+  // The same job: nothing flagged, whatever the unit.
+  EXPECT_TRUE(r.flagged_keys().empty()) << dump(r);
+  // A current report says nothing of the kind.
+  EXPECT_FALSE(any_contains(compare_reports(sim_report(base), sim_report(now)).notes, "cost unit"));
 }
 
 // Every leaf replaced by a value of each other type, one at a time: no exception, no crash;
