@@ -109,8 +109,9 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
     // A demo's run says SIMULATED however it is reported: by `ncclwatch demo`, or later from the
     // traces it kept, by the job id every trace header records (never by a file beside them).
     const std::string simulated = !req.simulated.empty() ? req.simulated
-                                  : ncclwatch_traces     ? demo::simulated_line_of_job(job.job)
-                                                         : std::string();
+                                  : analysed->kind == InputKind::kNcclwatch
+                                      ? demo::simulated_line_of_job(job.job)
+                                      : std::string();
     if (!simulated.empty()) {
       report.findings.insert(report.findings.begin(), {model::Severity::kInfo, "demo", simulated});
       report.json["simulated"] = simulated;
