@@ -10,7 +10,7 @@
 #include "analysis/lateness_beside.h"
 #include "analysis/periodic_fit.h"
 #include "analysis/robust_stats.h"
-#include "analysis/straggler_cause.h"
+#include "analysis/straggler_verdict_steps.h"
 #include "analysis/units.h"
 #include "model/enum_table.h"
 #include "model/saturating.h"
@@ -38,146 +38,9 @@ const char* to_string(Cause c) {
   return kCauseNames[static_cast<std::size_t>(c)];
 }
 
-namespace {
+namespace verdict_detail {
 
 using stats::median;
-
-constexpr int64_t kNoStep = std::numeric_limits<int64_t>::min();
-
-// One rank's samples: per step (index = its step index; absent steps not present) or, without
-// usable steps, per instance it took part in.
-struct Samples {
-  std::vector<double> d;  // lateness minus the reference of its step (or instance)
-  std::vector<bool> present;
-  std::size_t first = 0;  // first steady index
-  std::vector<double> values() const {
-    std::vector<double> v;
-    for (std::size_t k = first; k < d.size(); ++k) {
-      if (present[k]) v.push_back(d[k]);
-    }
-    return v;
-  }
-};
-
-// The most frequent value of `ordinal` over `steps` (ties: the smaller), with its func.
-void late_at(const RankArrivalStats& r, const std::vector<std::size_t>& steps, Straggler& s) {
-  std::map<uint16_t, std::size_t> counts;
-  for (std::size_t k : steps) {
-    if (k < r.step_late_ordinal.size() && r.step_late_ordinal[k] > 0)
-      ++counts[r.step_late_ordinal[k]];
-  }
-  std::size_t best = 0;
-  for (const auto& [ord, c] : counts) {
-    if (c > best) {
-      best = c;
-      s.late_at_ordinal = ord;
-    }
-  }
-  for (std::size_t k : steps) {
-    if (k < r.step_late_ordinal.size() && r.step_late_ordinal[k] == s.late_at_ordinal) {
-      s.late_at_func = r.step_late_func[k];
-      break;
-    }
-  }
-}
-
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  const auto at = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1));
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(at), v.end());
-  return v[at];
-}
-
-// The verdict's steps, in order (StragglerResult::of), over the state they share.
-class Verdict {
- public:
-  Verdict(const model::JobTrace& job, const model::MatchResult& match,
-          const model::ClockAlignment& clocks, const Arrivals& arrivals,
-          const std::vector<RankOverlap>& overlaps, unsigned workers, StragglerResult& out)
-      : job_(job),
-        match_(match),
-        clocks_(clocks),
-        arrivals_(arrivals),
-        overlaps_(overlaps),
-        out_(out),
-        st_(out.stats),
-        n_(out.stats.ranks.size()),
-        workers_(workers) {}
-
-  void describe();
-  bool find_active();  // false: fewer than 2 ranks took part, nothing to compare
-  void residuals();
-  void thresholds();
-  void count_spikes();
-  void null_of_medians();
-  void judge_ranks();
-  void find_node_problems();
-  void attribute();
-  void sort_by_cost();
-  void summarize_nodes();
-  void job_wide_delays();
-
- private:
-  std::size_t warmup_of(std::size_t r) const {
-    return r < overlaps_.size() ? overlaps_[r].plan.warmup : 0;
-  }
-  struct Shift {
-    double p_sign = 1;     // sign test, corrected for the ranks
-    bool shifted = false;  // a persistent straggler on these samples
-  };
-  Shift shift_of(const std::vector<double>& v) const;
-  // One rank's verdict, computed apart (ranks in parallel) and applied in rank order.
-  struct Judgement {
-    bool named = false;
-    Straggler straggler;
-    std::vector<std::size_t> one_off_steps;  // spike steps no pattern explains
-  };
-  Judgement judge_rank(std::size_t r) const;
-  bool step_residuals(const std::vector<bool>& excluded, std::vector<Samples>& out) const;
-  void judge_beside_persistent(std::vector<Judgement>& judged);
-  // A rank's lateness where it happens: the median over its steady steps of its worst lateness
-  // per step (without usable steps: the median of its per-collective lateness). NaN: no sample.
-  double typical_lateness(std::size_t r) const;
-  // Exposed waiting caused (ns, steady state) as a share of the job's rank-time, in %.
-  double cost_pct(double inflicted) const {
-    return window_sum_ > 0 ? 100.0 * inflicted / window_sum_ : 0;
-  }
-  void cost(const RankArrivalStats& ra, const Samples& sm, double e, Straggler& s) const;
-  // body(i) for each active_ index i, on the verdict's workers.
-  template <typename Body>
-  void for_active(Body&& body) const {
-    trace::parallel_for(active_.size(), workers_, std::forward<Body>(body));
-  }
-
-  const model::JobTrace& job_;
-  const model::MatchResult& match_;
-  const model::ClockAlignment& clocks_;
-  const Arrivals& arrivals_;
-  const std::vector<RankOverlap>& overlaps_;
-  StragglerResult& out_;
-  const ArrivalStats& st_;
-  const std::size_t n_;
-  const unsigned workers_;
-
-  std::vector<std::size_t> active_;
-  double window_sum_ = 0;  // the job's rank-time: sum of the active ranks' steady windows
-  double rank_steps_ = 0;  // ... and of their steady steps
-  std::size_t max_steps_ = 0;
-  std::vector<Samples> smp_;
-  // Per rank index, the per-step lateness the samples are made of: ArrivalStats', or, after
-  // judge_beside_persistent, that measured beside the persistent stragglers (beside_lateness_).
-  std::vector<const std::vector<int64_t>*> lat_;
-  std::vector<std::vector<int64_t>> beside_lateness_;
-  std::vector<bool> beside_;  // ranks left out of the references and the spike background
-  double sigma_ = 0, nact_ = 0, z_ = 0, late_ = 0, spike_t_ = 0, tie_ = 1;
-  std::vector<std::vector<bool>> spike_;
-  std::vector<std::size_t> nspikes_, nsteps_;
-  std::size_t all_spikes_ = 0, all_steps_ = 0;
-  double median_e_ = 0, spread_e_ = 0;
-  std::vector<bool> persistent_;
-  std::vector<int64_t> steady_inflicted_;
-  double explained_by_links_ = 0;
-};
 
 // Step length, timestamps and what the collectives are, for the report's header.
 void Verdict::describe() {
@@ -558,138 +421,14 @@ double Verdict::typical_lateness(std::size_t r) const {
   return xs.empty() ? std::numeric_limits<double>::quiet_NaN() : median(xs);
 }
 
-// Where and how late a named straggler is, and what it costs.
-void Verdict::cost(const RankArrivalStats& ra, const Samples& sm, double e, Straggler& s) const {
-  const std::size_t r = s.rank_index;
-  std::vector<std::size_t> affected;
-  if (s.pattern == Pattern::kPersistent) {
-    for (std::size_t k = sm.first; k < sm.d.size(); ++k) {
-      if (sm.present[k] && sm.d[k] >= late_ / 2) affected.push_back(k);
-    }
-    s.lateness_ns = out_.per_step ? out_.rank_lateness_ns[r] : e;
-    s.late_steps = affected.size();
-  } else {
-    double sum = 0;
-    for (std::size_t k : s.spike_steps) sum += static_cast<double>((*lat_[r])[k]);
-    s.spike_lateness_ns = sum / static_cast<double>(s.spike_steps.size());
-    s.lateness_ns = s.spike_lateness_ns;
-    s.late_steps = s.spike_steps.size();
-    affected = s.spike_steps;
-  }
-  if (out_.per_step) late_at(ra, affected, s);
-  s.cost_pct = out_.rank_cost_pct[r];
-  s.cost_ns_per_step = out_.per_step ? s.cost_pct / 100.0 * out_.cost_unit_ns : 0;
-  s.warning = window_sum_ <= 0 || s.cost_pct >= kWarnCostPct;
-}
-
-// Node problems: every rank of a host (2+ ranks, 2+ hosts) persistently late.
-void Verdict::find_node_problems() {
-  std::size_t active_hosts = 0;
-  for (const HostArrivalStats& h : st_.hosts) {
-    bool any = false;
-    for (std::size_t r : h.rank_indices) any = any || st_.ranks[r].instances > 0;
-    active_hosts += any;
-  }
-  std::vector<bool> node_late(n_, false);
-  for (const HostArrivalStats& h : st_.hosts) {
-    if (active_hosts < 2 || h.rank_indices.size() < 2) continue;
-    bool all = true;
-    for (std::size_t r : h.rank_indices) all = all && persistent_[r];
-    if (!all) continue;
-    NodeProblem np{h.host, {}, h.last_pct(), 0};
-    for (std::size_t r : h.rank_indices) {
-      np.ranks.push_back(st_.ranks[r].rank);
-      node_late[r] = true;
-    }
-    out_.nodes.push_back(std::move(np));
-  }
-  for (Straggler& s : out_.stragglers) s.node_problem = node_late[s.rank_index];
-}
-
-// Causes, then the slow links: ranks late behind a slow transfer leave the stragglers.
-void Verdict::attribute() {
-  attribute_causes(job_, match_, clocks_, arrivals_, overlaps_, persistent_, out_);
-  out_.links = SlowLink::find(job_, match_, clocks_, arrivals_);
-  explained_by_links_ =
-      attribute_to_links(job_, active_, steady_inflicted_, late_, window_sum_, out_);
-  for (SlowLink& l : out_.links)
-    l.cost_ns_per_step = out_.per_step ? l.cost_pct / 100.0 * out_.cost_unit_ns : 0;
-}
-
-void Verdict::sort_by_cost() {
-  std::sort(out_.stragglers.begin(), out_.stragglers.end(),
-            [](const Straggler& a, const Straggler& b) {
-              if (a.cost_ns_per_step != b.cost_ns_per_step)
-                return a.cost_ns_per_step > b.cost_ns_per_step;
-              if (a.inflicted_wait_ns != b.inflicted_wait_ns)
-                return a.inflicted_wait_ns > b.inflicted_wait_ns;
-              return a.lateness_ns > b.lateness_ns;
-            });
-}
-
-// A node problem's lateness and cost: those of its ranks.
-void Verdict::summarize_nodes() {
-  for (NodeProblem& np : out_.nodes) {
-    std::size_t k = 0;
-    for (const Straggler& s : out_.stragglers) {
-      if (s.host != np.host || !s.node_problem) continue;
-      np.mean_lateness_ns += s.mean_lateness_ns;
-      np.lateness_ns += s.lateness_ns;
-      np.cost_ns_per_step += s.cost_ns_per_step;
-      np.cost_pct += s.cost_pct;
-      ++k;
-    }
-    if (k) {
-      np.mean_lateness_ns /= static_cast<double>(k);
-      np.lateness_ns /= static_cast<double>(k);
-    }
-    np.warning = window_sum_ <= 0 || np.cost_pct >= kWarnCostPct;
-  }
-  std::sort(out_.nodes.begin(), out_.nodes.end(), [](const NodeProblem& a, const NodeProblem& b) {
-    return a.cost_ns_per_step > b.cost_ns_per_step;
-  });
-}
-
-// Delays alike on every rank: the waiting no straggler (or slow link) explains.
-void Verdict::job_wide_delays() {
-  double explained = explained_by_links_;
-  std::vector<bool> named(n_, false);
-  for (const Straggler& s : out_.stragglers) {
-    explained += static_cast<double>(steady_inflicted_[s.rank_index]);
-    named[s.rank_index] = true;
-  }
-  for (const SlowLink& l : out_.links) {
-    for (std::size_t r : l.behind) named[r] = true;
-  }
-  const double noise_wait =
-      std::max(0.0, static_cast<double>(st_.steady_exposed_wait_ns) - explained);
-  std::vector<double> xs;
-  for (std::size_t r : active_) {
-    if (named[r]) continue;
-    if (out_.per_step) {
-      const auto& x = st_.ranks[r].step_lateness_ns;
-      for (std::size_t k = warmup_of(r); k < x.size(); ++k) {
-        if (x[k] != kNoStep) xs.push_back(static_cast<double>(x[k]));
-      }
-    } else {
-      for (double d : smp_[r].d) xs.push_back(d);
-    }
-  }
-  out_.delays.up_to_ns = std::max(0.0, percentile(std::move(xs), 0.99));
-  out_.delays.cost_pct = cost_pct(noise_wait);
-  out_.delays.cost_ns_per_step =
-      out_.per_step ? out_.delays.cost_pct / 100.0 * out_.cost_unit_ns : 0;
-  out_.delays.reported = out_.delays.cost_pct >= kWarnCostPct;
-}
-
-}  // namespace
+}  // namespace verdict_detail
 
 StragglerResult StragglerResult::of(const model::JobTrace& job, const model::MatchResult& match,
                                     const model::ClockAlignment& clocks, const Arrivals& arrivals,
                                     const std::vector<RankOverlap>& overlaps, unsigned workers) {
   StragglerResult out;
   out.stats = ArrivalStats::of(job, match, arrivals, overlaps, workers);
-  Verdict v(job, match, clocks, arrivals, overlaps, workers, out);
+  verdict_detail::Verdict v(job, match, clocks, arrivals, overlaps, workers, out);
   v.describe();
   if (!v.find_active()) return out;
   v.residuals();
