@@ -234,6 +234,12 @@ class Reader {
   void read_findings() {
     const bool current = current_cost_unit();
     bool any_cost = false;
+    // A finding's cost, and its severity where an older report left it out (warning from 1 %).
+    const auto costed = [&](auto& f, const json& finding) {
+      f.cost = cost_of(finding, current);
+      any_cost = any_cost || f.cost.pct > 0;
+      if (f.severity.empty()) f.severity = f.cost.pct >= 1 ? "warning" : "info";
+    };
     for (const json& st : array(r_, "stragglers")) {
       StragglerFigures f;
       f.rank = static_cast<int>(num_or(st, "rank", -1));
@@ -242,9 +248,7 @@ class Reader {
       f.pattern = str(st, "pattern");
       f.severity = str(st, "severity");
       f.lateness_us = num_or(st, "lateness_us", 0);
-      f.cost = cost_of(st, current);
-      any_cost = any_cost || f.cost.pct > 0;
-      if (f.severity.empty()) f.severity = f.cost.pct >= 1 ? "warning" : "info";
+      costed(f, st);
       s_.stragglers.push_back(std::move(f));
     }
     for (const json& l : array(r_, "slow_links")) {
@@ -252,9 +256,7 @@ class Reader {
       f.host = str(l, "host");
       f.severity = str(l, "severity");
       f.slowdown = num_or(l, "slowdown", 0);
-      f.cost = cost_of(l, current);
-      any_cost = any_cost || f.cost.pct > 0;
-      if (f.severity.empty()) f.severity = f.cost.pct >= 1 ? "warning" : "info";
+      costed(f, l);
       s_.slow_links.push_back(std::move(f));
     }
     if (!current && any_cost) {
