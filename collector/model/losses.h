@@ -30,9 +30,10 @@ struct Losses {
     Losses l;
     l.ring_full = h.dropped;
     l.cupti_dropped = h.cupti_dropped;
-    // Versions 1 and 2 had zeros (reserved) here: nothing of these kinds was counted.
+    // Versions 1 and 2 had zeros (reserved) here: nothing of these kinds was counted; version 3
+    // had its last field reserved (detail_evicted since version 5).
     if (h.layout_version >= 3) l.counts = h.losses;
-    l.counts.reserved = 0;
+    if (h.layout_version < 5) l.counts.detail_evicted = 0;
     return l;
   }
   // A copy of a segment header (the owner may still be counting: the figures are a snapshot).
@@ -41,7 +42,6 @@ struct Losses {
     l.ring_full = h.dropped;
     l.cupti_dropped = h.cupti_dropped;
     l.counts = h.losses;
-    l.counts.reserved = 0;
     return l;
   }
 

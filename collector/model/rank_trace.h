@@ -168,6 +168,20 @@ struct HookedCall {
   uint64_t bytes() const { return count * format::datatype_size(datatype); }
 };
 
+// A capture window as this rank saw it (format::WindowRecord, open and close joined by id).
+struct WindowMark {
+  uint64_t id = 0;
+  format::WindowTrigger trigger = format::WindowTrigger::kWholeRun;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;  // 0: never closed (the process died or the trace was cut inside it)
+  uint64_t first_step = format::kNoStep;
+  uint64_t end_step = format::kNoStep;
+  int64_t requested_realtime_ns = 0;
+  uint64_t detail_records = 0;
+  std::string text;  // what triggered it ("step time +18% since 03:12 ..."), "" if none
+  bool closed = false;
+};
+
 struct RankInfo {
   int32_t rank = -1;  // global rank
   int32_t world_size = -1;
@@ -220,6 +234,9 @@ struct RankTrace {
   // send/recv among them are also in `calls`, flagged kCallNeverReturned.
   std::vector<HookedCall> never_returned;
   HookedCall last_returned;  // the hooked call that returned last (func kUnknown if none)
+  // Per-step summaries (layout version 5), in step order, and the capture windows in start order.
+  std::vector<format::StepRecord> steps;
+  std::vector<WindowMark> windows;
 
   const std::string& name_of(uint32_t id) const { return id < names.size() ? names[id] : names[0]; }
 };

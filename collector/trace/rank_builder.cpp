@@ -271,9 +271,47 @@ void RankBuilder::add_one(const format::Record& r) {
     case RecordKind::kSched:
       trace_.sched.push_back({r.sched.t_ns, r.prefix.tid, r.sched.on_cpu_ns, r.sched.wait_ns});
       break;
+    case RecordKind::kStep:
+      trace_.steps.push_back(r.step);
+      break;
+    case RecordKind::kWindow:
+      add_window(r.window);
+      break;
     case RecordKind::kInvalid:
     case RecordKind::kCount:
       break;
+  }
+}
+
+// Open and close records of one window share its id; a close without its open (the open record
+// evicted, or dropped) still gives the whole window.
+void RankBuilder::add_window(const format::WindowRecord& w) {
+  const bool close = w.prefix.u8b == static_cast<uint8_t>(format::WindowEvent::kClose);
+  model::WindowMark* mark = nullptr;
+  for (auto it = trace_.windows.rbegin(); it != trace_.windows.rend(); ++it) {
+    if (it->id == w.id && !it->closed) {
+      mark = &*it;
+      break;
+    }
+  }
+  if (mark == nullptr) {
+    trace_.windows.emplace_back();
+    mark = &trace_.windows.back();
+    mark->id = w.id;
+    mark->first_step = w.first_step;
+    mark->requested_realtime_ns = w.requested_realtime_ns;
+    window_text_ids_.push_back(w.prefix.tid);
+  } else if (w.prefix.tid != 0) {
+    window_text_ids_[static_cast<std::size_t>(mark - trace_.windows.data())] = w.prefix.tid;
+  }
+  mark->trigger = static_cast<format::WindowTrigger>(w.prefix.u8a);
+  mark->start_ns = w.start_ns;
+  mark->end_step = w.end_step;
+  if (w.first_step != format::kNoStep) mark->first_step = w.first_step;
+  if (close) {
+    mark->end_ns = w.end_ns;
+    mark->detail_records = w.detail_records;
+    mark->closed = true;
   }
 }
 
@@ -382,6 +420,10 @@ model::RankTrace RankBuilder::finish(std::vector<model::InputProblem>& problems)
   for (auto& k : trace_.kernels) k.name = intern(k.name);
   for (auto& rg : trace_.ranges) rg.name = intern(rg.name);
   classify_kernels();
+  for (std::size_t i = 0; i < trace_.windows.size(); ++i) {
+    const uint32_t id = window_text_ids_[i];
+    if (id != 0) trace_.windows[i].text = trace_.name_of(intern(id));
+  }
   if (strings_.incomplete() != 0)
     say(fmt::format("{} name(s) incomplete (string chunks missing)", strings_.incomplete()));
 
@@ -401,6 +443,11 @@ model::RankTrace RankBuilder::finish(std::vector<model::InputProblem>& problems)
   sort_by(trace_.sched, [](const model::SchedSample& s) { return std::pair(s.tid, s.t_ns); });
   sort_by(trace_.ranges,
           [](const model::RangeEvent& r) { return std::pair(r.start_ns, r.end_ns); });
+  sort_by(trace_.steps, [](const format::StepRecord& st) { return st.start_ns; });
+  std::stable_sort(trace_.windows.begin(), trace_.windows.end(),
+                   [](const model::WindowMark& a, const model::WindowMark& b) {
+                     return a.start_ns < b.start_ns;
+                   });
   std::sort(trace_.comms.begin(), trace_.comms.end(),
             [](const model::CommInfo& a, const model::CommInfo& b) {
               return a.created_ns < b.created_ns;

@@ -50,6 +50,7 @@ class RankBuilder {
   void note_skipped(const char* reason);
   void note_returned(const model::HookedCall& call);
   void resolve_in_flight();
+  void add_window(const format::WindowRecord& w);
 
   model::RankTrace trace_;
   format::TraceHeader header_;
@@ -70,6 +71,8 @@ class RankBuilder {
   // that is not a CallEvent (groups, comms, comm ends, GetUniqueId) to tell which were superseded.
   std::vector<model::HookedCall> in_flight_;
   std::vector<int64_t> returned_enters_;
+  // Per window (index in trace_.windows): the string id of its trigger text.
+  std::vector<uint32_t> window_text_ids_;
 };
 
 }  // namespace ncclwatch::trace

@@ -1,5 +1,7 @@
 #include "trace/record_check.h"
 
+#include <initializer_list>
+
 namespace ncclwatch::trace {
 namespace {
 
@@ -57,6 +59,46 @@ const char* check_string(const format::StringRecord& r) {
   if (r.prefix.tid == 0) return "string with id 0";
   if (r.prefix.u8a >= format::kMaxStringChunks) return "string chunk index too large";
   return nullptr;
+}
+
+// A time that may be 0 ("not measured") or else plausible, and not before `not_before`.
+const char* check_optional_time(int64_t t, int64_t not_before) {
+  if (t == 0) return nullptr;
+  if (t < 0) return "negative timestamp";
+  if (t > kMaxTimeNs) return "implausible timestamp (beyond 2^62 ns)";
+  if (t < not_before) return "step event before the step starts";
+  return nullptr;
+}
+
+const char* check_step(const format::StepRecord& r) {
+  if (r.prefix.u8a >= static_cast<uint8_t>(format::StepSource::kCount))
+    return "step with an unknown source";
+  if (r.prefix.u8b >= static_cast<uint8_t>(format::StepTiming::kCount))
+    return "step with an unknown timing source";
+  const int64_t end = r.start_ns + int64_t{r.duration_us} * 1000;
+  if (const char* p = check_span(r.start_ns, end, "step ends before it starts")) return p;
+  if (const char* p = check_optional_time(r.arrive_ns, r.start_ns)) return p;
+  // The GPU end of the first collective comes after its host entry (when both are known).
+  if (const char* p = check_optional_time(r.sync_ns, r.arrive_ns)) return p;
+  for (uint32_t figure : {r.compute_us, r.exposed_us, r.idle_us}) {
+    if (figure != format::kStepUnknownUs && figure > r.duration_us)
+      return "step figure longer than the step";
+  }
+  return nullptr;
+}
+
+const char* check_window(const format::WindowRecord& r) {
+  if (r.prefix.u8a >= static_cast<uint8_t>(format::WindowTrigger::kCount))
+    return "window with an unknown trigger";
+  if (r.prefix.u8b == static_cast<uint8_t>(format::WindowEvent::kOpen)) {
+    if (r.start_ns < 0 || r.start_ns > kMaxTimeNs) return "implausible window start";
+    return nullptr;
+  }
+  if (r.prefix.u8b != static_cast<uint8_t>(format::WindowEvent::kClose))
+    return "window event neither open nor close";
+  if (r.first_step != format::kNoStep && r.end_step != format::kNoStep && r.end_step < r.first_step)
+    return "window ends at a step before its first";
+  return check_span(r.start_ns, r.end_ns, "window ends before it starts");
 }
 
 }  // namespace
@@ -124,6 +166,10 @@ const char* record_problem(const format::Record& rec) noexcept {
           rec.sched.wait_ns > uint64_t{kMaxTimeNs})
         return "implausible timestamp (beyond 2^62 ns)";
       return nullptr;
+    case RecordKind::kStep:
+      return check_step(rec.step);
+    case RecordKind::kWindow:
+      return check_window(rec.window);
     case RecordKind::kInvalid:
       return "all-zero record kind (never written)";
     case RecordKind::kCount:

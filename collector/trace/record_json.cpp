@@ -194,6 +194,51 @@ void add_sched(json& j, const Record& r, const StringTable&) {
   j["timeslices"] = r.sched.timeslices;
 }
 
+json us_or_null(uint32_t us) {
+  return us == format::kStepUnknownUs ? json(nullptr) : json(us);
+}
+
+void add_step(json& j, const Record& r, const StringTable&) {
+  const format::StepRecord& s = r.step;
+  j["source"] = step_source_name(r.prefix.u8a);
+  j["timing"] = step_timing_name(r.prefix.u8b);
+  j["step"] = s.step;
+  j["ref_seq"] = r.prefix.tid;
+  j["start_ns"] = s.start_ns;
+  j["duration_us"] = s.duration_us;
+  j["arrive_ns"] = s.arrive_ns;
+  j["sync_ns"] = s.sync_ns;
+  j["compute_us"] = us_or_null(s.compute_us);
+  j["exposed_us"] = us_or_null(s.exposed_us);
+  j["idle_us"] = us_or_null(s.idle_us);
+  j["calls"] = s.calls;
+  j["bytes"] = s.bytes;
+  j["detail"] = has_flag(r, format::kStepDetail);
+  j["gpu_partial"] = has_flag(r, format::kStepGpuPartial);
+  j["last"] = has_flag(r, format::kStepLast);
+}
+
+json step_or_null(uint64_t step) {
+  return step == format::kNoStep ? json(nullptr) : json(step);
+}
+
+void add_window(json& j, const Record& r, const StringTable& names) {
+  const format::WindowRecord& w = r.window;
+  j["event"] = r.prefix.u8b == static_cast<uint8_t>(format::WindowEvent::kOpen)    ? "open"
+               : r.prefix.u8b == static_cast<uint8_t>(format::WindowEvent::kClose) ? "close"
+                                                                                   : "unknown";
+  j["trigger"] = window_trigger_name(r.prefix.u8a);
+  j["id"] = w.id;
+  j["start_ns"] = w.start_ns;
+  j["end_ns"] = w.end_ns;
+  j["first_step"] = step_or_null(w.first_step);
+  j["end_step"] = step_or_null(w.end_step);
+  j["requested_realtime_ns"] = w.requested_realtime_ns;
+  j["detail_records"] = w.detail_records;
+  j["text_id"] = r.prefix.tid;
+  j["text"] = name_of(names, r.prefix.tid);
+}
+
 // A kind this reader does not know: the raw prefix, so nothing is hidden.
 void add_raw(json& j, const Record& r, const StringTable&) {
   j["u8a"] = r.prefix.u8a;
@@ -204,10 +249,10 @@ void add_raw(json& j, const Record& r, const StringTable&) {
 using FieldWriter = void (*)(json&, const Record&, const StringTable&);
 
 // Indexed by RecordKind: the one list of how each kind's fields are named.
-constexpr FieldWriter kFieldWriters[] = {add_raw,      add_call,        add_group,     add_comm,
-                                         add_comm_end, add_identity,    add_clock,     add_kernel,
-                                         add_string,   add_kernel_link, add_coll_gpu,  add_launch,
-                                         add_nvtx,     add_unique_id,   add_in_flight, add_sched};
+constexpr FieldWriter kFieldWriters[] = {
+    add_raw,   add_call,      add_group,     add_comm,        add_comm_end, add_identity,
+    add_clock, add_kernel,    add_string,    add_kernel_link, add_coll_gpu, add_launch,
+    add_nvtx,  add_unique_id, add_in_flight, add_sched,       add_step,     add_window};
 static_assert(std::size(kFieldWriters) == static_cast<std::size_t>(RecordKind::kCount));
 
 }  // namespace
@@ -243,6 +288,7 @@ nlohmann::ordered_json header_to_json(const format::TraceHeader& h) {
   j["cupti_dropped"] = h.cupti_dropped;
   j["mode"] = h.mode;
   j["kernel_filter"] = h.kernel_filter;
+  j["part"] = h.layout_version >= 5 ? h.process.part : 0;
   // Every other loss the shim counted (zero for files older than layout version 3).
   json losses = json::object();
   const auto all = model::Losses::of(h);

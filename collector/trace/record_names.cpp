@@ -14,7 +14,8 @@ using model::enum_names;
 // One table per enum of the record format, indexed by the raw value.
 constexpr auto kKindNames = enum_names<format::RecordKind>(
     {"invalid", "call", "group", "comm", "comm_end", "identity", "clock", "kernel", "string",
-     "kernel_link", "coll_gpu", "launch", "nvtx", "unique_id", "in_flight", "sched"});
+     "kernel_link", "coll_gpu", "launch", "nvtx", "unique_id", "in_flight", "sched", "step",
+     "window"});
 constexpr auto kActivityNames = enum_names<format::ActivityKind>({"kernel", "memcpy", "memset"});
 constexpr auto kLaunchApiNames = enum_names<format::LaunchApi>(
     {"other", "runtime_kernel", "runtime_graph", "driver_kernel", "driver_graph"});
@@ -23,6 +24,11 @@ constexpr auto kInFlightSourceNames =
     enum_names<format::InFlightSource>({"drain", "exit", "salvage", "watchdog"});
 // Trace states are constants (1-3), not an enum.
 constexpr std::array<const char*, 3> kTraceStateNames = {"open", "closed", "salvaged"};
+constexpr auto kStepSourceNames =
+    enum_names<format::StepSource>({"collectives", "nvtx", "interval"});
+constexpr auto kStepTimingNames = enum_names<format::StepTiming>({"none", "cupti", "cuda-events"});
+constexpr auto kWindowTriggerNames = enum_names<format::WindowTrigger>(
+    {"whole-run", "schedule", "on-demand", "step-time", "wait", "hang"});
 static_assert(format::kTraceStateOpen == 1 && format::kTraceStateSalvaged == 3);
 
 std::string unknown(unsigned raw) {
@@ -71,6 +77,18 @@ std::string rank_source_name(uint8_t raw) {
 
 std::string in_flight_source_name(uint8_t raw) {
   return name_in(kInFlightSourceNames, raw);
+}
+
+std::string step_source_name(uint8_t raw) {
+  return name_in(kStepSourceNames, raw);
+}
+
+std::string step_timing_name(uint8_t raw) {
+  return name_in(kStepTimingNames, raw);
+}
+
+std::string window_trigger_name(uint8_t raw) {
+  return name_in(kWindowTriggerNames, raw);
 }
 
 std::string trace_state_name(uint32_t state) {

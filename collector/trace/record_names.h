@@ -33,6 +33,16 @@ std::string rank_source_name(uint8_t raw);
 // "drain", "exit", "salvage", "watchdog" (format::InFlightSource); "unknown(N)".
 std::string in_flight_source_name(uint8_t raw);
 
+// How a step was found: "collectives", "nvtx", "interval" (format::StepSource); "unknown(N)".
+std::string step_source_name(uint8_t raw);
+
+// Where a step's GPU figures come from: "none", "cupti", "cuda-events"; "unknown(N)".
+std::string step_timing_name(uint8_t raw);
+
+// Why a capture window opened: "whole-run", "schedule", "on-demand", "step-time", "wait",
+// "hang" (format::WindowTrigger); "unknown(N)".
+std::string window_trigger_name(uint8_t raw);
+
 // A trace header's state: "open", "closed", "salvaged" (format::kTraceState*); "unknown(N)".
 std::string trace_state_name(uint32_t state);
 

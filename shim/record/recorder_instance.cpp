@@ -67,7 +67,9 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
   r->ring_ = Ring(r->segment_->header(), r->segment_->slots());
   r->monitor_ = InFlightMonitor(r->segment_->header(), &r->ring_, settings.hang_s);
   r->sched_ = SchedSampler(r->segment_->header(), &r->ring_);
+  r->summarizer_.set_emit([p = r.get()](const format::Record& rec) { p->push_own(rec); });
   r->emit_clock();
+  r->emit_window(format::WindowEvent::kOpen, process.start_monotonic_ns);
   if (process.rank >= 0) {
     format::Record rec{};
     rec.identity.prefix.kind = format::RecordKind::kIdentity;
@@ -144,11 +146,35 @@ void RecorderInstance::set_identity(int rank, int world_size, int local_rank, in
   ring_.push(rec);
 }
 
+// The whole run is one capture window (full detail throughout): id 0, on every rank.
+void RecorderInstance::emit_window(format::WindowEvent event, int64_t t_ns) {
+  format::Record rec{};
+  format::WindowRecord& w = rec.window;
+  w.prefix.kind = format::RecordKind::kWindow;
+  w.prefix.u8a = static_cast<uint8_t>(format::WindowTrigger::kWholeRun);
+  w.prefix.u8b = static_cast<uint8_t>(event);
+  w.id = 0;
+  w.first_step = 0;
+  w.end_step = format::kNoStep;
+  if (event == format::WindowEvent::kOpen) {
+    window_start_ns_ = t_ns;
+    w.start_ns = t_ns;
+  } else {
+    w.start_ns = window_start_ns_;
+    w.end_ns = std::max(t_ns, window_start_ns_);
+    const uint64_t last = summarizer_.last_step();
+    w.end_step = last == format::kNoStep ? 0 : last + 1;
+  }
+  push_own(rec);
+}
+
 bool RecorderInstance::drain_once() {
   format::Record batch[kDrainBatch];
   uint64_t n = ring_.peek(batch, kDrainBatch);
   if (n == 0) return false;
   if (write_failed_) return false;  // leave them in the ring: salvage may still save them
+  const int64_t now = now_ns();
+  for (uint64_t i = 0; i < n; ++i) summarizer_.observe(batch[i], now);
   if (!writer_->append(batch, n)) {
     write_failed_ = true;
     std::fprintf(stderr, "ncclwatch: cannot write %s: %s; records stay in /dev/shm/%s\n",
@@ -171,6 +197,8 @@ void RecorderInstance::drain_loop() {
       // Watchdog: everything is on disk now; say once which call waits (never signal, never
       // block: the job decides what to do with a hang).
       if (hung) std::fputs(hang_line.c_str(), stderr);
+      update_summary_timing();
+      summarizer_.flush(now_ns(), false);
     }
     // Held (tests only): nothing but what the application emits, so counts are deterministic.
     if (!settings_.test_drain_hold && now_ns() >= next_clock) {
@@ -191,20 +219,13 @@ void RecorderInstance::finish() {
   if (!settings_.test_drain_hold) sched_.sample(now_ns(), /*final=*/true);
   sched_.close_all();
   emit_clock();
-  // Drain the rest. A slot claimed but never committed belongs to a thread that is still inside
-  // emit() (give it a moment) or died there: then it is a hole, skipped.
-  for (int spins = 0; spins < 100; ++spins) {
-    while (drain_once()) {
-    }
-    if (write_failed_ || ring_.pending() == 0) break;
-    if (spins >= 20 && ring_.hole_at_read()) {
-      ring_.skip_hole();
-      std::atomic_ref<uint64_t>(segment_->header()->losses.ring_holes)
-          .fetch_add(1, std::memory_order_relaxed);
-      continue;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  drain_rest();
+  // The last steps (their GPU records are all in: the GPU timeline flushed before this), then
+  // the window's end, drained like the rest.
+  update_summary_timing();
+  summarizer_.flush(now_ns(), true);
+  emit_window(format::WindowEvent::kClose, now_ns());
+  drain_rest();
   format::SegmentHeader* h = segment_->header();
   uint64_t dropped = Ring::counter(h->dropped).load();
   uint64_t cupti = Ring::counter(h->cupti_dropped).load();
@@ -219,6 +240,31 @@ void RecorderInstance::finish() {
     std::atomic_ref<uint32_t>(h->state).store(format::kSegmentStateClosed);
     segment_->remove();
   }
+}
+
+// A slot claimed but never committed belongs to a thread that is still inside emit() (give it a
+// moment) or died there: then it is a hole, skipped.
+void RecorderInstance::drain_rest() {
+  for (int spins = 0; spins < 100; ++spins) {
+    while (drain_once()) {
+    }
+    if (write_failed_ || ring_.pending() == 0) break;
+    if (spins >= 20 && ring_.hole_at_read()) {
+      ring_.skip_hole();
+      std::atomic_ref<uint64_t>(segment_->header()->losses.ring_holes)
+          .fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+// GPU records come (and steps wait for them) when the GPU timeline runs: CUPTI (which also
+// brings NVTX ranges) or CUDA events.
+void RecorderInstance::update_summary_timing() {
+  const uint32_t mode = std::atomic_ref<uint32_t>(segment_->header()->mode).load();
+  summarizer_.set_gpu_expected(mode == 1 || mode == 2);
+  if (mode != 1) summarizer_.set_nvtx_wait(0);
 }
 
 void RecorderInstance::abandon() {

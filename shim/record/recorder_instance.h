@@ -15,6 +15,7 @@
 #include "record/sched_sampler.h"
 #include "record/segment.h"
 #include "record/settings.h"
+#include "record/step_summarizer.h"
 #include "record/trace_writer.h"
 
 namespace ncclwatch::shim {
@@ -48,6 +49,15 @@ class RecorderInstance {
   void wait_drain_period();
   void stop_drain();
   void emit_clock();
+  // Drains until the ring is empty (exit): skips holes left by dead writers, counting them.
+  void drain_rest();
+  // The summaries and window marks of the drain thread go through the ring like every record
+  // (none while NCCLWATCH_TEST_DRAIN_HOLD holds the drain: tests count exactly what they emit).
+  void push_own(const format::Record& record) {
+    if (!settings_.test_drain_hold) ring_.push(record);
+  }
+  void emit_window(format::WindowEvent event, int64_t t_ns);
+  void update_summary_timing();
 
   Settings settings_;
   std::unique_ptr<Segment> segment_;
@@ -56,6 +66,8 @@ class RecorderInstance {
   Ring ring_;
   InFlightMonitor monitor_;
   SchedSampler sched_;  // the drain thread's, and finish()'s once it has stopped
+  StepSummarizer summarizer_;
+  int64_t window_start_ns_ = 0;
   std::thread drain_;
   std::atomic<bool> stop_{false};
   // Only the drain thread and finish() use them, never the hot path.

@@ -62,7 +62,7 @@ TraceWriter::~TraceWriter() {
 
 std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path,
                                                const format::ProcessInfo& process,
-                                               std::string* error) {
+                                               std::string* error, uint32_t part) {
   const std::size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
   if (!dir.empty() && !make_directories(dir)) {
@@ -75,7 +75,8 @@ std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path,
     *error = "cannot create " + path + ": " + std::strerror(errno);
     return nullptr;
   }
-  const format::TraceHeader header = format::trace_header(format::kTraceStateOpen, process);
+  format::TraceHeader header = format::trace_header(format::kTraceStateOpen, process);
+  header.process.part = part;
   if (!write_all(fd, &header, sizeof header)) {
     *error = "cannot write " + path + ": " + std::strerror(errno);
     ::close(fd);
@@ -84,6 +85,7 @@ std::unique_ptr<TraceWriter> TraceWriter::open(const std::string& path,
   std::unique_ptr<TraceWriter> w(new TraceWriter());
   w->fd_ = fd;
   w->path_ = path;
+  w->part_ = part;
   return w;
 }
 
@@ -99,6 +101,7 @@ bool TraceWriter::close(const format::ProcessInfo& process, uint64_t dropped,
                         const format::LossCounts& losses) {
   if (fd_ < 0) return false;
   format::TraceHeader header = format::trace_header(format::kTraceStateClosed, process);
+  header.process.part = part_;
   header.records = records_;
   header.dropped = dropped;
   header.cupti_dropped = cupti_dropped;

@@ -17,9 +17,11 @@ class TraceWriter {
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
 
-  // Creates the directory (mkdir -p) and the file. nullptr + *error on failure.
+  // Creates the directory (mkdir -p) and the file, part `part` of the process's trace (format.h,
+  // TraceHeader::part). nullptr + *error on failure.
   static std::unique_ptr<TraceWriter> open(const std::string& path,
-                                           const format::ProcessInfo& process, std::string* error);
+                                           const format::ProcessInfo& process, std::string* error,
+                                           uint32_t part = 0);
 
   // Appends records; false on a write error (the caller reports once and stops writing).
   bool append(const format::Record* records, uint64_t n);
@@ -32,11 +34,14 @@ class TraceWriter {
   void abandon();
 
   uint64_t records() const { return records_; }
+  uint64_t bytes() const { return sizeof(format::TraceHeader) + records_ * sizeof(format::Record); }
   const std::string& path() const { return path_; }
+  uint32_t part() const { return part_; }
 
  private:
   TraceWriter() = default;
   int fd_ = -1;
+  uint32_t part_ = 0;
   uint64_t records_ = 0;
   std::string path_;
 };

@@ -23,7 +23,7 @@ ncclwatch::tools::Command dump_command{
       sub->add_option(
           "--kinds", args->kinds,
           "Only these record kinds, comma-separated (call,group,comm,comm_end,identity,clock,"
-          "kernel,string,kernel_link,coll_gpu,launch,nvtx,unique_id,in_flight,sched)");
+          "kernel,string,kernel_link,coll_gpu,launch,nvtx,unique_id,in_flight,sched,step,window)");
       sub->add_flag("--header", args->header, "Print the file header as the first line");
       sub->callback([args, &exit_code] {
         ncclwatch::trace::DumpOptions options;

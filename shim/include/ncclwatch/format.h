@@ -35,7 +35,13 @@ namespace ncclwatch::format {
 // threads that call NCCL); the layouts of versions 1 to 3 are unchanged in it. The word after
 // `mode` in both headers (kernel_filter: NCCLWATCH_KERNELS) was reserved and zero until version
 // 4's writers filled it; zero still reads as "every kernel kept".
-inline constexpr uint32_t kLayoutVersion = 4;
+// Version 5 (always on, docs/always-on.md) added the StepRecord and WindowRecord kinds, the loss
+// counter detail_evicted (in what was LossCounts::reserved), ProcessInfo::part (in what was
+// ProcessInfo::reserved[0]: a process's trace may be split into parts, part 0 keeping the old
+// file name) and, in the segment only, the drain checkpoint and the capture request
+// (DrainCheckpoint, CaptureRequest). A version 1-4 file reads as part 0 with no steps, no windows
+// and nothing evicted.
+inline constexpr uint32_t kLayoutVersion = 5;
 inline constexpr uint32_t kMinTraceLayoutVersion = 1;
 inline constexpr std::size_t kRecordSize = 64;
 inline constexpr std::size_t kHostNameSize = 64;
@@ -135,8 +141,30 @@ enum class RecordKind : uint8_t {
   kUniqueId = 13,   // UniqueIdRecord: ncclGetUniqueId result hash
   kInFlight = 14,   // InFlightRecord: a hooked call entered and not returned when last looked at
   kSched = 15,      // SchedRecord: CPU time and run-queue wait of a thread that calls NCCL (v4)
-  kCount = 16,
+  kStep = 16,       // StepRecord: one step of this rank, summarized by the drain thread (v5)
+  kWindow = 17,     // WindowRecord: a capture window opened or closed (v5)
+  kCount = 18,
 };
+
+// The two tiers (docs/always-on.md). Detail kinds are written to the trace file only inside a
+// capture window (or always, with NCCLWATCH_DETAIL=all) and are the first to go when the disk
+// budget (NCCLWATCH_MAX_MB) is reached; every other kind -- identity, clocks, comms, names,
+// entry evidence, step summaries, window marks, and kinds this version does not know -- is
+// always written and never removed.
+constexpr bool is_detail_kind(RecordKind k) {
+  switch (k) {
+    case RecordKind::kCall:
+    case RecordKind::kGroup:
+    case RecordKind::kKernel:
+    case RecordKind::kKernelLink:
+    case RecordKind::kCollGpu:
+    case RecordKind::kLaunch:
+    case RecordKind::kNvtx:
+      return true;
+    default:
+      return false;
+  }
+}
 
 // The first 8 bytes of every record.
 struct RecordPrefix {
@@ -381,6 +409,73 @@ struct SchedRecord {
   uint64_t reserved[3];
 };
 
+// How a StepRecord's step was found (prefix.u8a).
+enum class StepSource : uint8_t {
+  kCollectives = 0,  // the period of the collective sequence on the reference comm (the comm with
+                     // the most ranks): step n starts at the entry of its first collective there
+  kNvtx = 1,         // an NVTX range named like a step ("ProfilerStep#N", "train_step", "step")
+  kInterval = 2,     // no step structure found: one second of host time; the step number is the
+                     // Unix second (CLOCK_REALTIME), so it agrees across ranks and hosts
+  kCount = 3,
+};
+// What a StepRecord's GPU figures come from (prefix.u8b).
+enum class StepTiming : uint8_t { kNone = 0, kCupti = 1, kEvents = 2, kCount = 3 };
+inline constexpr uint8_t kStepDetail = 1u << 0;      // inside a capture window: full detail kept
+inline constexpr uint8_t kStepGpuPartial = 1u << 1;  // summarized before all its GPU records came
+inline constexpr uint8_t kStepLast = 1u << 2;        // the run ended inside it (end = last event)
+inline constexpr uint32_t kStepUnknownUs = UINT32_MAX;  // a figure its timing source cannot give
+
+// One step of one rank, summarized by the drain thread from the records it drains (never on the
+// hot path), whatever the detail: the run's history (docs/always-on.md). Times on the host clock;
+// the four GPU figures are unions of GPU intervals clipped to [start, start + duration) in
+// microseconds (saturating), kStepUnknownUs when the timing source lacks them (lite mode knows
+// communication only; host-only mode nothing). Waiting for peers and lateness need the other
+// ranks: the collector derives them from arrive_ns and sync_ns of every rank's same step.
+// prefix.u8a = StepSource, u8b = StepTiming, flags = kStep* bits, prefix.tid = low 32 bits of
+// the seq of the step's first collective on the reference comm (joins ranks' steps; 0 if none).
+struct StepRecord {
+  RecordPrefix prefix;
+  uint32_t step;         // step number (StepSource says how it was counted)
+  uint32_t calls;        // NCCL calls (collectives and send/recv) entered during the step
+  int64_t start_ns;      // host clock
+  int64_t arrive_ns;     // entry into the step's first collective on the reference comm, 0: none
+  int64_t sync_ns;       // GPU end of that collective on the host clock, 0: not measured
+  uint32_t duration_us;  // until the next step starts
+  uint32_t compute_us;   // GPU time with a compute kernel running
+  uint32_t exposed_us;   // GPU time with an NCCL kernel running and no compute kernel
+  uint32_t idle_us;      // GPU time with nothing running (no kernel, memcpy or memset)
+  uint64_t bytes;        // bytes this rank passed to NCCL during the step (call_bytes summed)
+};
+
+// Why a capture window was opened (WindowRecord prefix.u8a).
+enum class WindowTrigger : uint8_t {
+  kWholeRun = 0,  // NCCLWATCH_DETAIL=all: full detail for the whole run
+  kSchedule = 1,  // NCCLWATCH_CAPTURE
+  kOnDemand = 2,  // `ncclwatch capture`
+  kStepTime = 3,  // by itself: the step time regressed against its running median
+  kWait = 4,      // by itself: the wait at the first collective jumped (a peer turned late)
+  kHang = 5,      // by itself: the hang watchdog fired (the ring's recent records are kept)
+  kCount = 6,
+};
+enum class WindowEvent : uint8_t { kOpen = 0, kClose = 1 };
+inline constexpr uint64_t kNoStep = UINT64_MAX;
+
+// A capture window opened or closed on this rank (written by the drain thread). Detail kinds in
+// [start_ns, end_ns) are in the trace (unless the disk budget removed them later: losses
+// .detail_evicted). The same id on every rank for one request, so the collector joins them.
+// prefix.u8a = WindowTrigger, u8b = WindowEvent, prefix.tid = StringRecord id of the trigger's
+// description ("step time +18% since 03:12 ..."), 0 if none.
+struct WindowRecord {
+  RecordPrefix prefix;
+  uint64_t id;
+  int64_t start_ns;               // host clock: detail kept from here
+  int64_t end_ns;                 // close: detail kept until here; open: 0
+  uint64_t first_step;            // first step inside, kNoStep if not step-aligned
+  uint64_t end_step;              // close: first step after; open: the requested end (or kNoStep)
+  int64_t requested_realtime_ns;  // when it was asked for (CLOCK_REALTIME of the asker), 0: unknown
+  uint64_t detail_records;        // close: detail records written inside it
+};
+
 union Record {
   RecordPrefix prefix;
   CallRecord call;
@@ -398,6 +493,8 @@ union Record {
   UniqueIdRecord unique_id;
   InFlightRecord in_flight;
   SchedRecord sched;
+  StepRecord step;
+  WindowRecord window;
 };
 
 static_assert(sizeof(CallRecord) == kRecordSize);
@@ -415,6 +512,8 @@ static_assert(sizeof(NvtxRecord) == kRecordSize);
 static_assert(sizeof(UniqueIdRecord) == kRecordSize);
 static_assert(sizeof(InFlightRecord) == kRecordSize);
 static_assert(sizeof(SchedRecord) == kRecordSize);
+static_assert(sizeof(StepRecord) == kRecordSize);
+static_assert(sizeof(WindowRecord) == kRecordSize);
 static_assert(sizeof(Record) == kRecordSize);
 static_assert(std::is_trivially_copyable_v<Record>);
 static_assert(std::is_standard_layout_v<CallRecord>);
@@ -436,7 +535,8 @@ struct LossCounts {
                                 // entry evidence (a hang inside them is not visible)
   uint64_t ring_overwritten;    // salvage only: ring positions the trace file never got and the
                                 // ring no longer held
-  uint64_t reserved;
+  uint64_t detail_evicted;      // version 5: detail records removed to keep NCCLWATCH_MAX_MB (the
+                                // oldest first; summaries stay)
 };
 static_assert(sizeof(LossCounts) == 64);
 static_assert(std::is_trivially_copyable_v<LossCounts>);
@@ -457,6 +557,8 @@ inline constexpr LossField kLossFields[] = {
     {&LossCounts::ring_holes, "ring_holes", "ring holes", "records"},
     {&LossCounts::in_flight_overflow, "in_flight_overflow", "no in-flight slot", "threads"},
     {&LossCounts::ring_overwritten, "ring_overwritten", "overwritten before salvage", "records"},
+    {&LossCounts::detail_evicted, "detail_evicted", "disk budget (oldest detail removed)",
+     "records"},
 };
 
 // NCCLWATCH_KERNELS as both headers record it (kernel_filter), so the collector knows which
@@ -488,7 +590,10 @@ struct ProcessInfo {
   int32_t device;              // CUDA device, -1 if unknown
   int64_t start_monotonic_ns;  // clock anchor at creation
   int64_t start_realtime_ns;
-  uint64_t reserved[4];
+  uint32_t part;  // version 5: which part of the process's trace this file is (0 in versions 1-4;
+                  // in the segment: the part the drain thread writes now)
+  uint32_t reserved_pad;
+  uint64_t reserved[3];
 };
 static_assert(sizeof(ProcessInfo) == 200);
 
@@ -525,6 +630,42 @@ struct InFlightSlot {
 };
 static_assert(sizeof(InFlightSlot) == 64);
 
+// The drain thread's progress (version 5), written under a seqlock (version odd while written)
+// after every batch it takes from the ring, read by salvage and `ncclwatch capture`. Ring positions
+// below `pos` are processed: written to part `part` of the trace (which then held `file_records`
+// records) or, detail outside a capture window, deliberately left out. Salvage cuts that part to
+// `file_records` and appends the ring from `pos` on, so a file written with a filter still joins
+// without duplicates or gaps.
+struct DrainCheckpoint {
+  uint32_t version;
+  uint32_t part;
+  uint64_t pos;
+  uint64_t file_records;
+  uint64_t last_step;  // the newest step this rank started (kNoStep: none yet)
+  int64_t step_ns;     // its recent median step time (0: unknown)
+  uint64_t reserved[3];
+};
+static_assert(sizeof(DrainCheckpoint) == 64);
+
+// A capture asked for by `ncclwatch capture` on this node (version 5): written into the segment
+// by that command (same user; the segment is 0600) under a seqlock (version odd while written),
+// polled by the drain thread every drain period. A new id is a new request. The same request
+// reaches other nodes through a control file in the trace directory (docs/always-on.md).
+inline constexpr uint32_t kCaptureSteps = 1;    // `first` is a step number, `count` steps
+inline constexpr uint32_t kCaptureSeconds = 2;  // `first` is CLOCK_REALTIME ns (0: now), `count` ns
+struct CaptureRequest {
+  uint32_t version;
+  uint32_t unit;  // kCaptureSteps / kCaptureSeconds
+  uint64_t id;    // nonzero
+  uint64_t first;
+  uint64_t count;
+  int64_t requested_realtime_ns;
+  uint32_t trigger;  // WindowTrigger
+  uint32_t reserved0;
+  uint64_t reserved[2];
+};
+static_assert(sizeof(CaptureRequest) == 64);
+
 inline constexpr uint32_t kSegmentStateLive = 1;    // owner process running
 inline constexpr uint32_t kSegmentStateClosed = 2;  // owner finished writing its trace file
 
@@ -547,11 +688,13 @@ struct SegmentHeader {
   uint32_t mode;                   // 0 host-only, 1 full (CUPTI), 2 lite (CUDA events)
   uint32_t kernel_filter;          // NCCLWATCH_KERNELS in full mode (kernel_filter_code)
   uint32_t reserved_pad;
-  uint64_t reserved[3];           // version 2 had in_flight_overflow here (now in losses)
-  alignas(64) LossCounts losses;  // version 3
+  uint64_t reserved[3];               // version 2 had in_flight_overflow here (now in losses)
+  alignas(64) LossCounts losses;      // version 3
+  alignas(64) DrainCheckpoint drain;  // version 5
+  alignas(64) CaptureRequest capture;  // version 5
   alignas(64) InFlightSlot in_flight[kInFlightSlots];  // version 2
 };
-static_assert(sizeof(SegmentHeader) == 768 + 64 * kInFlightSlots);
+static_assert(sizeof(SegmentHeader) == 896 + 64 * kInFlightSlots);
 static_assert(sizeof(SegmentHeader) % 64 == 0, "ring slots start cache-line aligned");
 
 // Trace file: TraceHeader, then records back to back. The header is rewritten in place on close

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 
 #include <random>
 
@@ -29,6 +30,12 @@ std::vector<Record> valid_records() {
   rs.push_back(make_nvtx(0, 3000, 2));
   rs.push_back(make_clock(5, 10, 3));
   rs.push_back(make_sched(9, 3100, 5000, 600));
+  for (uint32_t s = 0; s < 6; ++s)
+    rs.push_back(make_step(s, 400 * s + 20, 1, 4 * s, 400 * s + 20, 400 * s + 60, 0, 0, 1));
+  rs.push_back(
+      make_window(format::WindowEvent::kOpen, 9, format::WindowTrigger::kSchedule, 20, 0, 0, 6, 2));
+  rs.push_back(make_window(format::WindowEvent::kClose, 9, format::WindowTrigger::kSchedule, 20,
+                           2400, 0, 6, 2));
   return rs;
 }
 
@@ -75,6 +82,12 @@ TEST(Mutations, NeverCrashAndOnlyValidValuesComeOut) {
       continue;
     }
     ASSERT_LE(t.calls.size() + t.kernels.size(), t.info.records);
+    for (const auto& st : t.steps) {
+      ASSERT_GE(st.start_ns, 0);
+      for (uint32_t figure : {st.compute_us, st.exposed_us, st.idle_us})
+        ASSERT_TRUE(figure == format::kStepUnknownUs || figure <= st.duration_us);
+    }
+    for (const auto& w : t.windows) ASSERT_TRUE(!w.closed || w.end_ns >= w.start_ns);
     for (const auto& c : t.calls) {
       ASSERT_LE(c.enter_ns, c.exit_ns);
       ASSERT_TRUE(format::is_collective(c.func) || format::is_p2p(c.func));

@@ -286,6 +286,89 @@ TEST(LoadRank, LossCountersAreReadFromVersionThreeHeadersOnly) {
   EXPECT_EQ(t.info.losses.lost(), 0u);
 }
 
+TEST(LoadRank, StepSummariesAndWindows) {
+  TempDir dir;
+  std::vector<Record> rs;
+  for (auto& s : make_string(0x80000001u, "step time +18% since 03:12:05 UTC")) rs.push_back(s);
+  rs.push_back(make_window(format::WindowEvent::kOpen, 0, format::WindowTrigger::kWholeRun, 100, 0,
+                           0, format::kNoStep));
+  rs.push_back(make_step(1, 2000, 10, 5, 2000, 9000, 7, 1, 2));  // out of order: sorted
+  rs.push_back(make_step(0, 1000, 1, 1, 1000, 1500, 0, 1, 0));
+  rs.push_back(make_window(format::WindowEvent::kOpen, 42, format::WindowTrigger::kStepTime, 1500,
+                           0, 1, 3, 0x80000001u));
+  rs.push_back(make_window(format::WindowEvent::kClose, 42, format::WindowTrigger::kStepTime, 1500,
+                           12000, 1, 3, 0x80000001u));
+  rs.push_back(make_window(format::WindowEvent::kClose, 0, format::WindowTrigger::kWholeRun, 100,
+                           20000, 0, 3));
+  std::vector<model::InputProblem> problems;
+  const auto t = load_rank(write_rank(dir.path(), "j", "h", 1, 0, 1, rs), problems);
+  EXPECT_TRUE(problems.empty()) << all_lines(problems);
+  ASSERT_EQ(t.steps.size(), 2u);
+  EXPECT_EQ(t.steps[0].step, 0u);
+  EXPECT_EQ(t.steps[1].sync_ns, 9000);
+  EXPECT_EQ(t.steps[1].prefix.tid, 5u);
+  ASSERT_EQ(t.windows.size(), 2u);  // open and close joined by id, in start order
+  EXPECT_EQ(t.windows[0].id, 0u);
+  EXPECT_TRUE(t.windows[0].closed);
+  EXPECT_EQ(t.windows[0].end_ns, 20000);
+  EXPECT_EQ(t.windows[1].trigger, format::WindowTrigger::kStepTime);
+  EXPECT_EQ(t.windows[1].first_step, 1u);
+  EXPECT_EQ(t.windows[1].end_step, 3u);
+  EXPECT_EQ(t.windows[1].text, "step time +18% since 03:12:05 UTC");
+}
+
+TEST(LoadRank, InvalidStepsAndWindowsAreSkipped) {
+  TempDir dir;
+  std::vector<Record> rs;
+  rs.push_back(make_step(0, 1000, 1, 1, 500, 0, 0, 0, 0));     // arrives before it starts
+  rs.push_back(make_step(0, 1000, 1, 1, 1000, 900, 0, 0, 0));  // GPU end before the arrival
+  rs.push_back(make_step(0, 1000, 1, 1, 1000, 0, 2, 0, 0));    // compute longer than the step
+  Record bad_source = make_step(0, 1000, 1, 1, 0, 0, 0, 0, 0);
+  bad_source.prefix.u8a = 9;
+  rs.push_back(bad_source);
+  rs.push_back(make_window(format::WindowEvent::kClose, 7, format::WindowTrigger::kOnDemand, 50, 10,
+                           0, 1));  // ends before it starts
+  rs.push_back(make_step(3, 1000, 5, 1, 0, 0, format::kStepUnknownUs, format::kStepUnknownUs,
+                         format::kStepUnknownUs));  // valid: host-only
+  std::vector<model::InputProblem> problems;
+  const auto t = load_rank(write_rank(dir.path(), "j", "h", 1, 0, 1, rs), problems);
+  EXPECT_EQ(t.steps.size(), 1u);
+  EXPECT_TRUE(t.windows.empty());
+  EXPECT_EQ(t.info.skipped, 5u);
+}
+
+// Every older layout still loads: versions 1-4 hold the same record layouts minus newer kinds,
+// and header fields that were reserved then (LossCounts' last field, the part number) read as
+// zero whatever bytes they hold.
+TEST(LoadRank, EveryOlderLayoutStillLoads) {
+  TempDir dir;
+  const std::vector<Record> rs = {make_comm(0xc0, 2, 0, 10),
+                                  make_call(Func::kAllReduce, 0xc0, 0, 100, 200),
+                                  make_kernel(120, 180, 1, 0, true), make_clock(5, 10, 3)};
+  for (uint32_t version = format::kMinTraceLayoutVersion; version < format::kLayoutVersion;
+       ++version) {
+    SCOPED_TRACE("version " + std::to_string(version));
+    auto header =
+        make_header(make_process("j", "h", 5, 0, 2), format::kTraceStateClosed, rs.size(), 1);
+    header.layout_version = version;
+    header.process.part = 7;              // ProcessInfo::reserved then: garbage is ignored
+    header.losses.detail_evicted = 1234;  // LossCounts::reserved in versions 3-4
+    std::vector<Record> records = rs;
+    if (version >= 4) records.push_back(make_sched(9, 150, 5000, 600));  // SchedRecord since 4
+    header.records = records.size();
+    const std::string path = dir.file("v" + std::to_string(version) + ".trace");
+    write_trace(path, header, records);
+    std::vector<model::InputProblem> problems;
+    const auto t = load_rank(path, problems);
+    EXPECT_EQ(t.calls.size(), 1u);
+    EXPECT_EQ(t.kernels.size(), 1u);
+    EXPECT_TRUE(t.steps.empty());
+    EXPECT_TRUE(t.windows.empty());
+    EXPECT_EQ(t.sched.size(), version >= 4 ? 1u : 0u);
+    EXPECT_EQ(t.info.losses.counts.detail_evicted, 0u);
+  }
+}
+
 TEST(LoadRank, NamesWithMissingChunksAndUnknownIds) {
   TempDir dir;
   auto chunks = make_string(3, std::string(120, 'a') + "tail");  // 3 chunks

@@ -191,6 +191,43 @@ Record make_sched(uint32_t tid, int64_t t_ns, uint64_t on_cpu_ns, uint64_t wait_
   return r;
 }
 
+Record make_step(uint32_t step, int64_t start_ns, uint32_t duration_us, uint32_t ref_seq,
+                 int64_t arrive_ns, int64_t sync_ns, uint32_t compute_us, uint32_t exposed_us,
+                 uint32_t idle_us) {
+  Record r = blank(format::RecordKind::kStep);
+  r.prefix.u8a = static_cast<uint8_t>(format::StepSource::kCollectives);
+  r.prefix.u8b =
+      static_cast<uint8_t>(compute_us == format::kStepUnknownUs ? format::StepTiming::kNone
+                                                                : format::StepTiming::kCupti);
+  r.prefix.tid = ref_seq;
+  r.step.step = step;
+  r.step.start_ns = start_ns;
+  r.step.duration_us = duration_us;
+  r.step.arrive_ns = arrive_ns;
+  r.step.sync_ns = sync_ns;
+  r.step.compute_us = compute_us;
+  r.step.exposed_us = exposed_us;
+  r.step.idle_us = idle_us;
+  r.step.calls = 4;
+  r.step.bytes = 4096;
+  return r;
+}
+
+Record make_window(format::WindowEvent event, uint64_t id, format::WindowTrigger trigger,
+                   int64_t start_ns, int64_t end_ns, uint64_t first_step, uint64_t end_step,
+                   uint32_t text_id) {
+  Record r = blank(format::RecordKind::kWindow);
+  r.prefix.u8a = static_cast<uint8_t>(trigger);
+  r.prefix.u8b = static_cast<uint8_t>(event);
+  r.prefix.tid = text_id;
+  r.window.id = id;
+  r.window.start_ns = start_ns;
+  r.window.end_ns = end_ns;
+  r.window.first_step = first_step;
+  r.window.end_step = end_step;
+  return r;
+}
+
 format::ProcessInfo make_process(const std::string& job, const std::string& host, int64_t pid,
                                  int32_t rank, int32_t world) {
   format::ProcessInfo p;

@@ -33,6 +33,13 @@ Record make_nvtx(int64_t start_ns, int64_t end_ns, uint32_t name_id);
 Record make_unique_id(uint64_t hash, int64_t t_ns);
 Record make_sched(uint32_t tid, int64_t t_ns, uint64_t on_cpu_ns, uint64_t wait_ns,
                   uint64_t timeslices = 1);
+// A step summary (CUPTI timing unless compute_us is kStepUnknownUs: then none).
+Record make_step(uint32_t step, int64_t start_ns, uint32_t duration_us, uint32_t ref_seq,
+                 int64_t arrive_ns, int64_t sync_ns, uint32_t compute_us, uint32_t exposed_us,
+                 uint32_t idle_us);
+Record make_window(format::WindowEvent event, uint64_t id, format::WindowTrigger trigger,
+                   int64_t start_ns, int64_t end_ns, uint64_t first_step, uint64_t end_step,
+                   uint32_t text_id = 0);
 
 format::ProcessInfo make_process(const std::string& job, const std::string& host, int64_t pid,
                                  int32_t rank, int32_t world);

@@ -34,19 +34,12 @@ JobRun run_job(const std::string& program, const std::vector<std::string>& args,
                     std::to_string(counter++);
   std::string mk = "mkdir -p " + dir;
   EXPECT_EQ(std::system(mk.c_str()), 0);
-  std::vector<std::string> argv = {FAKE_LAUNCHER,
-                                   "--nproc",
-                                   "4",
-                                   "--env",
-                                   std::string("LD_PRELOAD=") + SHIM_LIB,
-                                   "--env",
-                                   "NCCLWATCH_DIR=" + dir,
-                                   "--env",
-                                   "NCCLWATCH_JOB=gputest",
+  std::vector<std::string> argv = {FAKE_LAUNCHER, "--nproc", "4", "--env",
+                                   std::string("LD_PRELOAD=") + SHIM_LIB, "--env",
+                                   "NCCLWATCH_DIR=" + dir, "--env", "NCCLWATCH_JOB=gputest",
                                    // The warnings counted below are the GPU timeline's; the
                                    // line saying where the traces went is not one of them.
-                                   "--env",
-                                   "NCCLWATCH_EXIT_LINE=off"};
+                                   "--env", "NCCLWATCH_EXIT_LINE=off"};
   for (const auto& e : env) {
     argv.push_back("--env");
     argv.push_back(e);
@@ -149,6 +142,43 @@ TEST(GpuRanks, FullModeFourRanksOverlapAsModelled) {
     }
     EXPECT_GE(overlapping, 3) << "rank " << t.info.rank;
     EXPECT_FALSE(t.launches.empty());
+  }
+}
+
+// Every rank summarizes its steps (format.h, StepRecord) from what its drain thread sees: the
+// step is learned from the collective sequence (4 equal buckets per step: the gaps decide), every
+// rank numbers the same steps the same way (joined by the seq of their first bucket), and the
+// GPU figures are the modelled ones: 10 ms of compute per step (15 ms on the slow rank).
+TEST(GpuRanks, StepSummariesOfAFakeDdpJob) {
+  JobRun run = run_job(FAKE_TRAIN, {"--steps", "40", "--slow", "2:1.5"}, {});
+  ASSERT_EQ(run.status, 0);
+  ASSERT_EQ(run.ranks.size(), 4u);
+  std::map<uint32_t, std::vector<uint32_t>> seq_of_step;
+  for (const auto& t : run.ranks) {
+    SCOPED_TRACE("rank " + std::to_string(t.info.rank));
+    ASSERT_GE(t.steps.size(), 39u);
+    ASSERT_LE(t.steps.size(), 40u);
+    for (std::size_t i = 0; i < t.steps.size(); ++i) {
+      const auto& st = t.steps[i];
+      seq_of_step[st.step].push_back(st.prefix.tid);
+      EXPECT_EQ(st.prefix.u8a, static_cast<uint8_t>(ncclwatch::format::StepSource::kCollectives));
+      EXPECT_EQ(st.prefix.u8b, static_cast<uint8_t>(ncclwatch::format::StepTiming::kCupti));
+      if (i > 0) {
+        EXPECT_EQ(st.step, t.steps[i - 1].step + 1);
+      }
+      EXPECT_EQ(st.calls, 4u);
+      EXPECT_EQ(st.bytes, 4u * 25 * 1024 * 1024);
+      EXPECT_GT(st.arrive_ns, 0);
+      EXPECT_GT(st.sync_ns, st.arrive_ns);
+      if ((st.prefix.flags & ncclwatch::format::kStepLast) != 0) continue;
+      const uint32_t compute = t.info.rank == 2 ? 15'000 : 10'000;
+      EXPECT_NEAR(st.compute_us, compute, 100);
+      EXPECT_LE(st.compute_us + st.exposed_us + st.idle_us, st.duration_us + 1);
+    }
+  }
+  for (const auto& [step, seqs] : seq_of_step) {
+    if (seqs.size() < 4) continue;  // the last step may end differently
+    for (uint32_t seq : seqs) EXPECT_EQ(seq, seqs[0]) << "step " << step;
   }
 }
 
