@@ -128,7 +128,7 @@ StepLearner::State StepLearner::add(const Call& call) {
   calls_.push_back(call);
   if (calls_.size() >= next_try_) {
     next_try_ *= 2;
-    if (learn()) {
+    if (learn(calls_.size() >= kConfirmCalls)) {
       state_ = State::kLearned;
       calls_ = {};
     } else if (calls_.size() >= kMaxCalls) {
@@ -139,7 +139,15 @@ StepLearner::State StepLearner::add(const Call& call) {
   return state_;
 }
 
-bool StepLearner::learn() {
+StepLearner::State StepLearner::conclude() {
+  if (state_ == State::kLearning && calls_.size() >= 4 && learn(true)) {
+    state_ = State::kLearned;
+    calls_ = {};
+  }
+  return state_;
+}
+
+bool StepLearner::learn(bool unconfirmed_ok) {
   // Calls come in the order their records were drained; a step is counted in seq order.
   std::vector<Call> c = calls_;
   std::sort(c.begin(), c.end(), [](const Call& a, const Call& b) { return a.seq < b.seq; });
@@ -157,6 +165,8 @@ bool StepLearner::learn() {
   if (p == 0) return false;
   std::size_t period = p, phase = 0;
   if (!gap_period(gaps, from, p, period, phase)) {
+    // Every call alike and no gap confirms a step: wait for more steps (see kConfirmCalls).
+    if (p == 1 && !unconfirmed_ok) return false;
     period = p;
     phase = widest_gap_phase(gaps, from, p);
   }

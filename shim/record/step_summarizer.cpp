@@ -351,6 +351,7 @@ void StepSummarizer::flush(int64_t now, bool final) {
   if (!decided_) {
     try_decide(now);
     if (!decided_ && final) {
+      learner_.conclude();
       decide(learner_.state() == StepLearner::State::kLearned ? format::StepSource::kCollectives
                                                               : format::StepSource::kInterval);
     }

@@ -211,6 +211,38 @@ TEST(StepLearner, EqualBucketsAreCutAtTheWideGap) {
   EXPECT_EQ(l.pattern().phase, 2u);  // seq 2, 7, 12, ... start steps
 }
 
+// A busy machine: in the first steps a few gaps inside a step are as wide as the gap between
+// steps (the rank was preempted). The learner waits for more steps rather than taking every
+// bucket for a step (which it did at 24 calls: period 1).
+TEST(StepLearner, PreemptedGapsInTheFirstStepsDoNotMakeEveryBucketAStep) {
+  StepLearner l;
+  int64_t t = 0;
+  for (uint32_t i = 0; i < 200 && l.state() == StepLearner::State::kLearning; ++i) {
+    const bool preempted = i == 13 || i == 14 || i == 15 || i == 18 || i == 19 || i == 22;
+    t += i % 4 == 0 ? 10 * kMs : preempted ? 30 * kMs : 100'000;
+    l.add({i, t, 42});
+  }
+  ASSERT_EQ(l.state(), StepLearner::State::kLearned);
+  EXPECT_EQ(l.pattern().period, 4u);
+  EXPECT_EQ(l.pattern().phase, 0u);
+}
+
+// One collective per step: no gap can confirm it; it is taken once enough calls came, or at the
+// end of a short run.
+TEST(StepLearner, OneCollectivePerStepIsTakenUnconfirmed) {
+  StepLearner l;
+  for (uint32_t i = 0; i < 200 && l.state() == StepLearner::State::kLearning; ++i)
+    l.add({i, static_cast<int64_t>(i) * 10 * kMs, 42});
+  ASSERT_EQ(l.state(), StepLearner::State::kLearned);
+  EXPECT_EQ(l.pattern().period, 1u);
+  EXPECT_EQ(l.calls(), 0u);
+  StepLearner short_run;
+  for (uint32_t i = 0; i < 30; ++i) short_run.add({i, static_cast<int64_t>(i) * 10 * kMs, 42});
+  EXPECT_EQ(short_run.state(), StepLearner::State::kLearning);
+  EXPECT_EQ(short_run.conclude(), StepLearner::State::kLearned);
+  EXPECT_EQ(short_run.pattern().period, 1u);
+}
+
 TEST(StepLearner, NoRepetitionGivesUp) {
   StepLearner l;
   uint64_t x = 88172645463325252ULL;
