@@ -18,7 +18,7 @@ class TraceWriter {
   TraceWriter& operator=(const TraceWriter&) = delete;
 
   // Creates the directory (mkdir -p) and the file, part `part` of the process's trace (format.h,
-  // TraceHeader::part). nullptr + *error on failure.
+  // ProcessInfo::part in the header). nullptr + *error on failure.
   static std::unique_ptr<TraceWriter> open(const std::string& path,
                                            const format::ProcessInfo& process, std::string* error,
                                            uint32_t part = 0);

@@ -22,7 +22,7 @@ inline std::string sanitize_name(std::string_view text) {
   return out;
 }
 
-// The file name of part `part` of a process's trace (format.h, TraceHeader::part): part 0 keeps
+// The file name of part `part` of a process's trace (format.h, ProcessInfo::part): part 0 keeps
 // the name every version used, "ncclwatch.<host>.<pid>.trace"; later parts are
 // "ncclwatch.<host>.<pid>.<part>.trace". `host` is already a sanitized name part.
 inline std::string trace_file_name(std::string_view host, long long pid, unsigned part) {
