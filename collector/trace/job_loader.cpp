@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "ncclwatch/names.h"
 #include "trace/parallel_for.h"
 #include "trace/rank_loader.h"
 #include "trace/trace_file_reader.h"
@@ -41,6 +42,7 @@ Scanned scan_one(const std::string& path) {
   e.header = reader.header();
   e.job = bounded_string(e.header.process.job, sizeof e.header.process.job);
   e.records = reader.record_count();
+  e.parts = {path};
   s.entry = std::move(e);
   return s;
 }
@@ -101,7 +103,7 @@ std::vector<TraceFileEntry> drop_copies(std::vector<TraceFileEntry> files,
   const auto identity = [](const TraceFileEntry& f) {
     const auto& p = f.header.process;
     return std::make_tuple(f.job, bounded_string(p.host, sizeof p.host), p.pid,
-                           p.start_monotonic_ns, p.start_realtime_ns);
+                           p.start_monotonic_ns, p.start_realtime_ns, p.part);
   };
   const auto finished = [](const TraceFileEntry& f) {
     return f.header.state == format::kTraceStateClosed ||
@@ -111,7 +113,7 @@ std::vector<TraceFileEntry> drop_copies(std::vector<TraceFileEntry> files,
   const auto own_name = [](const TraceFileEntry& f) {
     const auto& p = f.header.process;
     return fs::path(f.path).filename() ==
-           fmt::format("ncclwatch.{}.{}.trace", bounded_string(p.host, sizeof p.host), p.pid);
+           format::trace_file_name(bounded_string(p.host, sizeof p.host), p.pid, p.part);
   };
   const auto rank = [&](const TraceFileEntry& f) {
     return std::make_tuple(finished(f), f.records, own_name(f));
@@ -136,6 +138,47 @@ std::vector<TraceFileEntry> drop_copies(std::vector<TraceFileEntry> files,
   }
   for (std::size_t i = 0; i < files.size(); ++i) {
     if (best.at(identity(files[i])) == i) out.push_back(std::move(files[i]));
+  }
+  return out;
+}
+
+// The parts of one process's trace (NCCLWATCH_MAX_MB: docs/always-on.md) become one entry, its
+// first part's, listing every part in order; a part missing from the sequence is one line (the
+// rank is loaded from the parts that are there).
+std::vector<TraceFileEntry> join_parts(std::vector<TraceFileEntry> files,
+                                       std::vector<model::InputProblem>& problems) {
+  const auto process = [](const TraceFileEntry& f) {
+    const auto& p = f.header.process;
+    return std::make_tuple(f.job, bounded_string(p.host, sizeof p.host), p.pid,
+                           p.start_monotonic_ns, p.start_realtime_ns);
+  };
+  std::map<decltype(process(files[0])), std::vector<std::size_t>> by_process;
+  for (std::size_t i = 0; i < files.size(); ++i) by_process[process(files[i])].push_back(i);
+  std::vector<TraceFileEntry> out;
+  out.reserve(by_process.size());
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    auto& group = by_process.at(process(files[i]));
+    if (group.empty()) continue;  // joined already
+    std::sort(group.begin(), group.end(), [&](std::size_t a, std::size_t b) {
+      return files[a].header.process.part < files[b].header.process.part;
+    });
+    TraceFileEntry joined = files[group[0]];
+    uint32_t expected = 0;
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      const TraceFileEntry& part = files[group[k]];
+      if (part.header.process.part != expected) {
+        problems.push_back(
+            {part.path, fmt::format("part(s) {}-{} of this process's trace are missing; its rank "
+                                    "lacks their records",
+                                    expected, part.header.process.part - 1)});
+      }
+      expected = part.header.process.part + 1;
+      if (k == 0) continue;
+      joined.parts.push_back(part.path);
+      joined.records += part.records;
+    }
+    group.clear();
+    out.push_back(std::move(joined));
   }
   return out;
 }
@@ -216,7 +259,7 @@ JobIndex index_job(const std::string& dir, const JobLoadOptions& options) {
                           by_job.size(), chosen, found->second.size(), describe(chosen))});
   }
   index.job = chosen;
-  index.files = drop_copies(std::move(found->second), index.problems);
+  index.files = join_parts(drop_copies(std::move(found->second), index.problems), index.problems);
   return index;
 }
 
@@ -238,7 +281,7 @@ model::JobTrace load_job(const std::string& dir, const JobLoadOptions& options) 
   parallel_for(
       n, worker_count(options.threads),
       [&](std::size_t i) {
-        ranks[i] = load_rank(index.files[i].path, problems[i]);
+        ranks[i] = load_rank_parts(index.files[i].parts, problems[i]);
         done.fetch_add(1, std::memory_order_relaxed);
       },
       [&] {

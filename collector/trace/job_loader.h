@@ -38,7 +38,10 @@ struct TraceFileEntry {
   std::string path;
   format::TraceHeader header{};
   std::string job;
-  uint64_t records = 0;  // whole records in the file
+  uint64_t records = 0;  // whole records in the file (in all its parts)
+  // Every part of the process's trace in part order (format.h, ProcessInfo::part): `path` alone
+  // unless NCCLWATCH_MAX_MB split it; load_rank_parts loads them as one rank.
+  std::vector<std::string> parts;
 };
 
 // The trace files of one job, chosen as load_job would, without loading them (callers that

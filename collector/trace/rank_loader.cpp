@@ -1,5 +1,7 @@
 #include "trace/rank_loader.h"
 
+#include <memory>
+
 #include "trace/rank_builder.h"
 #include "trace/trace_file_reader.h"
 
@@ -30,6 +32,43 @@ model::RankTrace load_rank(const std::string& path, std::vector<model::InputProb
   if (reader.torn_tail() || reader.record_count() < reader.header().records)
     trace.info.complete = false;
   if (trace.info.records == 0) problems.push_back({path, "no records"});
+  return trace;
+}
+
+model::RankTrace load_rank_parts(const std::vector<std::string>& paths,
+                                 std::vector<model::InputProblem>& problems) {
+  if (paths.size() == 1) return load_rank(paths[0], problems);
+  std::vector<std::unique_ptr<TraceFileReader>> readers;
+  for (const std::string& path : paths) {
+    auto reader = std::make_unique<TraceFileReader>();
+    if (!reader->open(path)) {
+      problems.push_back({path, reader->error()});
+      continue;
+    }
+    readers.push_back(std::move(reader));
+  }
+  if (readers.empty()) {
+    model::RankTrace empty;
+    empty.info.source = paths.empty() ? std::string() : paths[0];
+    empty.info.complete = false;
+    return empty;
+  }
+  KindCounts counts;
+  for (auto& reader : readers) {
+    for (auto chunk = reader->next(); !chunk.empty(); chunk = reader->next()) counts.add(chunk);
+    reader->rewind();
+  }
+  RankBuilder builder(readers.back()->header(), readers.front()->path());
+  builder.reserve(counts);
+  bool complete = readers.size() == paths.size();
+  for (auto& reader : readers) {
+    for (auto chunk = reader->next(); !chunk.empty(); chunk = reader->next()) builder.add(chunk);
+    for (const auto& warning : reader->warnings()) problems.push_back({reader->path(), warning});
+    if (reader->torn_tail() || reader->record_count() < reader->header().records) complete = false;
+  }
+  model::RankTrace trace = builder.finish(problems);
+  if (!complete) trace.info.complete = false;
+  if (trace.info.records == 0) problems.push_back({paths[0], "no records"});
   return trace;
 }
 

@@ -14,4 +14,10 @@ namespace ncclwatch::trace {
 // with info.records == 0 and info.complete == false, plus a problem line saying why.
 model::RankTrace load_rank(const std::string& path, std::vector<model::InputProblem>& problems);
 
+// The parts of one process's trace (format.h, ProcessInfo::part; NCCLWATCH_MAX_MB), in part
+// order, as one rank: the records of every part in turn; identity, state and counts from the
+// last part (its header counts the whole run). One path: load_rank.
+model::RankTrace load_rank_parts(const std::vector<std::string>& paths,
+                                 std::vector<model::InputProblem>& problems);
+
 }  // namespace ncclwatch::trace

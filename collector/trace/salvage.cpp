@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "ncclwatch/in_flight_slot.h"
+#include "ncclwatch/names.h"
 #include "trace/host_clock.h"
 #include "trace/segment_view.h"
 #include "trace/trace_dir.h"
@@ -46,8 +47,13 @@ struct Target {
   int fd = -1;
   bool has_header = false;  // a valid header is on disk (else one is written fresh)
   format::TraceHeader header{};
-  uint64_t records = 0;  // K: whole records on disk
+  uint64_t records = 0;  // whole records on disk
   bool created = false;  // this salvage created the file
+  // Where the ring joins the file (join_points): the file keeps `keep` records and the ring is
+  // appended from position `from`. Both are `records` for a trace written without a filter.
+  uint64_t keep = 0;
+  uint64_t from = 0;
+  uint32_t part = 0;  // which part of the process's trace (format.h, ProcessInfo::part)
   Target() = default;
   Target(const Target&) = delete;
   Target& operator=(const Target&) = delete;
@@ -60,8 +66,32 @@ struct Target {
     header = {};
     records = 0;
     created = false;
+    keep = from = 0;
   }
 };
+
+// K of the file and of the ring. Without a drain checkpoint (format.h, DrainCheckpoint: a drain
+// that never wrote one) the file's records are ring positions, as always. With one (the drain
+// leaves detail out of the file outside capture windows, so records and positions differ): the
+// ring from read_pos on, and the file cut to the checkpoint's count when read_pos is still the
+// checkpoint's (a batch appended after it but not committed would be in the file twice), else
+// whole (the batch after the checkpoint was committed, so it is on disk). The drain writes the
+// file, then commits, then the checkpoint.
+void join_points(const SegmentView& seg, Target& t) {
+  t.keep = t.from = t.records;
+  const format::DrainCheckpoint cp = seg.drain_checkpoint();
+  if (cp.version == 0 || cp.part != t.part) return;
+  const uint64_t read_pos = seg.read_pos();
+  if (read_pos < cp.pos) return;  // not this segment's drain (never: positions only grow)
+  t.from = read_pos;
+  t.keep = read_pos == cp.pos ? std::min(t.records, cp.file_records) : t.records;
+}
+
+// The part the drain thread was writing (its checkpoint's; 0 when it never wrote one).
+uint32_t current_part(const SegmentView& seg) {
+  const format::DrainCheckpoint cp = seg.drain_checkpoint();
+  return cp.version == 0 ? 0 : cp.part;
+}
 
 enum class OpenResult { kOk, kUnwritable, kRefuse };
 
@@ -93,7 +123,7 @@ OpenResult check_existing(const SegmentView& seg, Target& t, std::string& why) {
   }
   t.has_header = true;
   t.header = reader.header();
-  t.records = reader.record_count();
+  t.records = t.keep = t.from = reader.record_count();
   return OpenResult::kOk;
 }
 
@@ -102,6 +132,7 @@ OpenResult check_existing(const SegmentView& seg, Target& t, std::string& why) {
 OpenResult open_target(const TraceDir& dir, const std::string& name, const SegmentView& seg,
                        Target& t, std::string& why) {
   t.reset();
+  t.part = current_part(seg);
   t.path = dir.file(name);
   switch (dir.open_existing(name, O_RDWR, t.fd, why)) {
     case TraceDir::Opened::kMissing:
@@ -135,7 +166,7 @@ bool copy_records(const TraceDir& from, const std::string& name, const SegmentVi
     }
     at += chunk.size();
   }
-  to.records = at;
+  to.records = to.keep = to.from = at;
   // Its header carries what the segment may not know (the rank learned at the first comm).
   to.header = reader.header();
   to.has_header = to.header.state != format::kTraceStateSalvaged;
@@ -157,6 +188,7 @@ format::TraceHeader final_header(const Target& t, const SegmentView& seg, uint64
   // A file the owner closed stays closed when the ring held nothing new.
   const bool stays_closed =
       t.has_header && t.header.state == format::kTraceStateClosed && !appended;
+  p.part = t.part;
   format::TraceHeader h = format::trace_header(
       stays_closed ? format::kTraceStateClosed : format::kTraceStateSalvaged, p);
   h.records = records;
@@ -172,9 +204,10 @@ format::TraceHeader final_header(const Target& t, const SegmentView& seg, uint64
   return h;
 }
 
-// The trace file's name, derived from the segment's identity exactly as the shim derives it.
-std::string trace_file_name(const SegmentView& seg) {
-  return fmt::format("ncclwatch.{}.{}.trace", seg.host(), seg.header().process.pid);
+// The name of part `part` of the trace, derived from the segment's identity exactly as the shim
+// derives it.
+std::string trace_file_name(const SegmentView& seg, uint32_t part) {
+  return format::trace_file_name(seg.host(), seg.header().process.pid, part);
 }
 
 // The segment's name must be the one the shim gives it for the identity in its header (so the
@@ -220,11 +253,11 @@ bool append_ring(const Target& t, const SegmentView& seg, uint64_t write_pos, Sa
                  uint64_t& written) {
   // Positions below write_pos - capacity were overwritten in the ring and are gone.
   const uint64_t first =
-      std::max(t.records, write_pos > seg.capacity() ? write_pos - seg.capacity() : 0);
-  res.overwritten = first - t.records;
+      std::max(t.from, write_pos > seg.capacity() ? write_pos - seg.capacity() : 0);
+  res.overwritten = first - t.from;
   std::vector<format::Record> chunk;
   chunk.reserve(kCopyChunk);
-  written = t.records;
+  written = t.keep;
   const auto flush = [&] {
     if (chunk.empty()) return true;
     if (!write_all(t.fd, chunk.data(), chunk.size() * sizeof(format::Record),
@@ -268,13 +301,15 @@ bool finish(Target& t, const SegmentView& seg, SalvageResult& res, std::string& 
     return true;
   }
   const uint64_t write_pos = seg.write_pos();
-  if (t.records > write_pos) {
+  join_points(seg, t);
+  res.in_file = t.keep;
+  if (t.from > write_pos) {
     res.message = fmt::format("{} holds {} records but the segment only ever wrote {}; not touched",
                               t.path, t.records, write_pos);
     return false;
   }
-  // Drop a torn last record before appending after the whole ones.
-  if (::ftruncate(t.fd, static_cast<off_t>(kHeaderBytes + t.records * format::kRecordSize)) != 0) {
+  // Drop a torn last record (or a batch the checkpoint does not count) before appending.
+  if (::ftruncate(t.fd, static_cast<off_t>(kHeaderBytes + t.keep * format::kRecordSize)) != 0) {
     why = fmt::format("cannot truncate {}: {}", t.path, std::strerror(errno));
     return false;
   }
@@ -284,7 +319,7 @@ bool finish(Target& t, const SegmentView& seg, SalvageResult& res, std::string& 
     why = fmt::format("write to {} failed: {}", t.path, std::strerror(errno));
     return false;
   }
-  res.appended = written - t.records - res.in_flight;
+  res.appended = written - t.keep - res.in_flight;
 
   const format::TraceHeader header = final_header(t, seg, written, written != t.records, res);
   res.rank = header.process.rank;
@@ -305,9 +340,10 @@ void undo(const TraceDir& dir, const std::string& name, Target& t) {
   if (t.fd < 0) return;
   if (t.created) {
     ::unlinkat(dir.fd(), name.c_str(), 0);
-  } else if (::ftruncate(t.fd,
-                         static_cast<off_t>(kHeaderBytes + t.records * format::kRecordSize)) != 0) {
-    // Nothing more to do: the file keeps whole records after K, and its header says open.
+  } else if (::ftruncate(t.fd, static_cast<off_t>(kHeaderBytes + t.keep * format::kRecordSize)) !=
+             0) {
+    // Nothing more to do: the file keeps whole records after K, and its header says open. (Records
+    // beyond `keep` were cut: the ring, from `from` on, still holds them.)
   }
   t.reset();
 }
@@ -347,7 +383,8 @@ bool open_salvageable(const std::string& name, const SalvageOptions& options, Se
 // for step 3 to copy from).
 bool complete_in_named_dir(const SegmentView& seg, const std::string& file_name, TraceDir& primary,
                            SalvageResult& res, std::string& why) {
-  const std::string named_dir = named_directory(seg, file_name, why);
+  // The segment names part 0; later parts lie next to it.
+  const std::string named_dir = named_directory(seg, trace_file_name(seg, 0), why);
   Target target;
   OpenResult opened = OpenResult::kUnwritable;
   if (!named_dir.empty()) {
@@ -430,7 +467,7 @@ SalvageResult salvage_segment(const std::string& name, const SalvageOptions& opt
   if (!open_salvageable(name, options, seg, res)) return res;
   // The trace file: the one in the segment's own directory, else one in --dir (with what the
   // one that could not be written held).
-  const std::string file_name = trace_file_name(seg);
+  const std::string file_name = trace_file_name(seg, current_part(seg));
   TraceDir primary;
   std::string why;
   if (complete_in_named_dir(seg, file_name, primary, res, why)) return res;

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "ncclwatch/in_flight_slot.h"
+#include "ncclwatch/seqlock_copy.h"
 #include "trace/trace_header_check.h"
 
 namespace ncclwatch::trace {
@@ -228,6 +229,12 @@ std::string SegmentView::trace_path() const {
 
 uint64_t SegmentView::write_pos() const {
   return load_acquire(&live_header()->write_pos);
+}
+
+format::DrainCheckpoint SegmentView::drain_checkpoint() const {
+  format::DrainCheckpoint cp{};
+  if (base_ == nullptr || !format::seqlock_load(live_header()->drain, cp)) return {};
+  return cp;
 }
 
 uint64_t SegmentView::read_pos() const {

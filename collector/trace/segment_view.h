@@ -55,6 +55,9 @@ class SegmentView {
   uint64_t capacity() const { return header_.capacity; }
   uint64_t write_pos() const;
   uint64_t read_pos() const;
+  // The drain thread's checkpoint (format.h, DrainCheckpoint); version 0 when it never wrote one
+  // (or was writing it during every try).
+  format::DrainCheckpoint drain_checkpoint() const;
 
   // Copies the record at ring position `pos` if it is committed there (not a hole, not
   // overwritten by a later position). Safe against a producer still writing: the slot's seq is

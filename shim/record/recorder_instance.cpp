@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "ncclwatch/seqlock_copy.h"
 #include "record/clock.h"
 #include "record/process_identity.h"
 #include "record/recorder.h"
@@ -59,7 +60,12 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
                                   r->trace_path_, error);
   }
   if (!r->segment_) return nullptr;
-  r->writer_ = TraceWriter::open(r->trace_path_, process, error);
+  TraceParts::Options parts;
+  parts.dir = r->settings_.dir;
+  parts.host = r->settings_.host;
+  parts.pid = process.pid;
+  parts.budget_bytes = r->settings_.max_mb << 20;
+  r->writer_ = TraceParts::open(parts, r->segment_->header(), error);
   if (!r->writer_) {
     r->segment_->remove();
     return nullptr;
@@ -68,8 +74,15 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
   r->monitor_ = InFlightMonitor(r->segment_->header(), &r->ring_, settings.hang_s);
   r->sched_ = SchedSampler(r->segment_->header(), &r->ring_);
   r->summarizer_.set_emit([p = r.get()](const format::Record& rec) { p->push_own(rec); });
+  r->summarizer_.set_step_started(
+      [p = r.get()](uint32_t step, int64_t start) { p->plan_.step_started(step, start); });
+  r->summarizer_.set_in_window(
+      [p = r.get()](int64_t start, int64_t end) { return p->plan_.in_window(start, end); });
+  r->kept_.reserve(kDrainBatch);
   r->emit_clock();
-  r->emit_window(format::WindowEvent::kOpen, process.start_monotonic_ns);
+  r->plan_.start(
+      r->settings_, [p = r.get()](const format::Record& rec) { p->push_own(rec); },
+      process.start_monotonic_ns, process.start_realtime_ns - process.start_monotonic_ns);
   if (process.rank >= 0) {
     format::Record rec{};
     rec.identity.prefix.kind = format::RecordKind::kIdentity;
@@ -146,26 +159,24 @@ void RecorderInstance::set_identity(int rank, int world_size, int local_rank, in
   ring_.push(rec);
 }
 
-// The whole run is one capture window (full detail throughout): id 0, on every rank.
-void RecorderInstance::emit_window(format::WindowEvent event, int64_t t_ns) {
-  format::Record rec{};
-  format::WindowRecord& w = rec.window;
-  w.prefix.kind = format::RecordKind::kWindow;
-  w.prefix.u8a = static_cast<uint8_t>(format::WindowTrigger::kWholeRun);
-  w.prefix.u8b = static_cast<uint8_t>(event);
-  w.id = 0;
-  w.first_step = 0;
-  w.end_step = format::kNoStep;
-  if (event == format::WindowEvent::kOpen) {
-    window_start_ns_ = t_ns;
-    w.start_ns = t_ns;
-  } else {
-    w.start_ns = window_start_ns_;
-    w.end_ns = std::max(t_ns, window_start_ns_);
-    const uint64_t last = summarizer_.last_step();
-    w.end_step = last == format::kNoStep ? 0 : last + 1;
-  }
-  push_own(rec);
+void RecorderInstance::enforce_budget() {
+  if (write_failed_) return;
+  std::string line;
+  const uint64_t removed = writer_->enforce_budget(&line);
+  if (removed != 0)
+    std::atomic_ref<uint64_t>(segment_->header()->losses.detail_evicted)
+        .fetch_add(removed, std::memory_order_relaxed);
+  if (!line.empty()) std::fputs(line.c_str(), stderr);
+}
+
+void RecorderInstance::write_checkpoint() {
+  format::DrainCheckpoint cp{};
+  cp.part = writer_->part();
+  cp.pos = Ring::counter(segment_->header()->read_pos).load(std::memory_order_acquire);
+  cp.file_records = writer_->part_records();
+  cp.last_step = summarizer_.last_step();
+  cp.step_ns = summarizer_.median_step_ns();
+  format::seqlock_store(segment_->header()->drain, cp);
 }
 
 bool RecorderInstance::drain_once() {
@@ -174,14 +185,21 @@ bool RecorderInstance::drain_once() {
   if (n == 0) return false;
   if (write_failed_) return false;  // leave them in the ring: salvage may still save them
   const int64_t now = now_ns();
-  for (uint64_t i = 0; i < n; ++i) summarizer_.observe(batch[i], now);
-  if (!writer_->append(batch, n)) {
+  // Summarized first: a step that starts with this record opens its window before the record is
+  // judged.
+  kept_.clear();
+  for (uint64_t i = 0; i < n; ++i) {
+    summarizer_.observe(batch[i], now);
+    if (plan_.keep(batch[i])) kept_.push_back(batch[i]);
+  }
+  if (!writer_->append(kept_.data(), kept_.size())) {
     write_failed_ = true;
     std::fprintf(stderr, "ncclwatch: cannot write %s: %s; records stay in /dev/shm/%s\n",
                  trace_path_.c_str(), std::strerror(errno), segment_->name().c_str());
     return false;
   }
   ring_.commit(n);
+  write_checkpoint();
   return true;
 }
 
@@ -199,6 +217,8 @@ void RecorderInstance::drain_loop() {
       if (hung) std::fputs(hang_line.c_str(), stderr);
       update_summary_timing();
       summarizer_.flush(now_ns(), false);
+      plan_.poll(now_ns());
+      enforce_budget();
     }
     // Held (tests only): nothing but what the application emits, so counts are deterministic.
     if (!settings_.test_drain_hold && now_ns() >= next_clock) {
@@ -224,8 +244,9 @@ void RecorderInstance::finish() {
   // the window's end, drained like the rest.
   update_summary_timing();
   summarizer_.flush(now_ns(), true);
-  emit_window(format::WindowEvent::kClose, now_ns());
+  plan_.finish(now_ns());
   drain_rest();
+  enforce_budget();  // the last part's detail may have passed it since the last drain period
   format::SegmentHeader* h = segment_->header();
   uint64_t dropped = Ring::counter(h->dropped).load();
   uint64_t cupti = Ring::counter(h->cupti_dropped).load();

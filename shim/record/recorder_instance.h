@@ -9,14 +9,16 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "record/capture_plan.h"
 #include "record/in_flight_monitor.h"
 #include "record/ring.h"
 #include "record/sched_sampler.h"
 #include "record/segment.h"
 #include "record/settings.h"
 #include "record/step_summarizer.h"
-#include "record/trace_writer.h"
+#include "record/trace_parts.h"
 
 namespace ncclwatch::shim {
 
@@ -56,18 +58,22 @@ class RecorderInstance {
   void push_own(const format::Record& record) {
     if (!settings_.test_drain_hold) ring_.push(record);
   }
-  void emit_window(format::WindowEvent event, int64_t t_ns);
+  // The segment's drain checkpoint (format.h, DrainCheckpoint) after a batch was committed.
+  void write_checkpoint();
+  // NCCLWATCH_MAX_MB: the oldest detail goes (trace_parts.h).
+  void enforce_budget();
   void update_summary_timing();
 
   Settings settings_;
   std::unique_ptr<Segment> segment_;
-  std::unique_ptr<TraceWriter> writer_;
+  std::unique_ptr<TraceParts> writer_;
   std::string trace_path_;
   Ring ring_;
   InFlightMonitor monitor_;
   SchedSampler sched_;  // the drain thread's, and finish()'s once it has stopped
   StepSummarizer summarizer_;
-  int64_t window_start_ns_ = 0;
+  CapturePlan plan_;
+  std::vector<format::Record> kept_;  // the batch's records that reach the file
   std::thread drain_;
   std::atomic<bool> stop_{false};
   // Only the drain thread and finish() use them, never the hot path.

@@ -125,6 +125,23 @@ std::string absolute(const std::string& path) {
   return std::string(cwd) + "/" + p;
 }
 
+constexpr std::pair<const char*, DetailLevel> kDetailWords[] = {{"all", DetailLevel::kAll},
+                                                                {"windows", DetailLevel::kWindows}};
+
+// Tiers and capture windows (docs/always-on.md).
+void read_capture_settings(VariableReader& in, Settings& s) {
+  if (const char* v = in.choice(Id::kDetail, kDetailWords, s.detail)) in.bad(Id::kDetail, v);
+  if (const char* v = in.get(Id::kCapture)) {
+    std::vector<CaptureItem> items;
+    if (parse_capture_schedule(v, items)) {
+      s.capture = std::move(items);
+    } else {
+      in.bad(Id::kCapture, v);
+    }
+  }
+  in.integer(Id::kMaxMb, 1, 1 << 20, s.max_mb);
+}
+
 void read_recorder_settings(EnvLookup env, VariableReader& in, Settings& s) {
   in.flag(Id::kEnabled, s.enabled);
   const char* job = in.get(Id::kJob);
@@ -152,6 +169,7 @@ void read_recorder_settings(EnvLookup env, VariableReader& in, Settings& s) {
   s.local_rank = launcher::first_int(env, launcher::kLocalRank);
   in.flag(Id::kTestDrainHold, s.test_drain_hold);
   in.integer(Id::kTestClockOffsetNs, INT64_MIN, INT64_MAX, s.test_clock_offset_ns);
+  read_capture_settings(in, s);
 }
 
 constexpr std::pair<const char*, GpuMode> kModeWords[] = {
@@ -210,7 +228,98 @@ const Snapshot& snapshot() {
   return *g_snapshot.load(std::memory_order_acquire);
 }
 
+bool parse_uint(const std::string& text, uint64_t lo, uint64_t hi, uint64_t& out) {
+  if (text.empty() || text.size() > 19) return false;
+  uint64_t n = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (n < lo || n > hi) return false;
+  out = n;
+  return true;
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::size_t begin = 0;
+  for (;;) {
+    const std::size_t end = text.find(sep, begin);
+    out.push_back(text.substr(begin, end == std::string::npos ? std::string::npos : end - begin));
+    if (end == std::string::npos) return out;
+    begin = end + 1;
+  }
+}
+
+bool parse_capture_item(const std::string& item, CaptureItem& out) {
+  const std::vector<std::string> f = split(item, ':');
+  constexpr uint64_t kMaxSteps = 1'000'000'000;
+  if (f.size() == 2 && f[0] == "first") {
+    out.kind = CaptureItem::Kind::kFirst;
+    return parse_uint(f[1], 1, kMaxSteps, out.a);
+  }
+  if (f.size() == 2 && f[0] == "steps") {
+    const std::vector<std::string> ab = split(f[1], '-');
+    out.kind = CaptureItem::Kind::kSteps;
+    // Step numbers are 32-bit (StepRecord::step).
+    return ab.size() == 2 && parse_uint(ab[0], 0, UINT32_MAX, out.a) &&
+           parse_uint(ab[1], out.a, UINT32_MAX, out.b);
+  }
+  if (f.size() == 3 && f[0] == "every") {
+    out.kind = CaptureItem::Kind::kEvery;
+    return parse_duration_ns(f[1], out.period_ns) && out.period_ns >= 10'000'000'000 &&
+           parse_uint(f[2], 1, kMaxSteps, out.a);
+  }
+  return false;
+}
+
 }  // namespace
+
+bool parse_duration_ns(const std::string& text, int64_t& out) {
+  if (text.empty()) return false;
+  std::string digits = text;
+  int64_t unit = 1'000'000'000;
+  switch (text.back()) {
+    case 's':
+      digits.pop_back();
+      break;
+    case 'm':
+      unit *= 60;
+      digits.pop_back();
+      break;
+    case 'h':
+      unit *= 3600;
+      digits.pop_back();
+      break;
+    case 'd':
+      unit *= 86'400;
+      digits.pop_back();
+      break;
+    default:
+      break;
+  }
+  uint64_t n = 0;
+  // At most a year.
+  if (!parse_uint(digits, 0, 366ULL * 86'400 * 1'000'000'000 / static_cast<uint64_t>(unit), n))
+    return false;
+  out = static_cast<int64_t>(n) * unit;
+  return true;
+}
+
+bool parse_capture_schedule(const std::string& text, std::vector<CaptureItem>& out) {
+  out.clear();
+  if (text == "off") return true;
+  for (const std::string& item : split(text, ',')) {
+    CaptureItem c;
+    if (!parse_capture_item(item, c)) {
+      out.clear();
+      return false;
+    }
+    out.push_back(c);
+  }
+  if (out.size() > 16) out.clear();
+  return !out.empty();
+}
 
 void remember_start_dir() noexcept {
   if (getcwd(g_start_dir, sizeof g_start_dir) == nullptr) g_start_dir[0] = '\0';

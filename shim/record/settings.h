@@ -29,6 +29,21 @@ namespace ncclwatch::shim {
 enum class GpuMode : uint8_t { kFull, kLite, kHost };                   // NCCLWATCH_MODE
 enum class KernelPolicy : uint8_t { kAll, kNccl, kSampled };            // NCCLWATCH_KERNELS
 enum class CuptiClockChoice : uint8_t { kAuto, kCallback, kMeasured };  // NCCLWATCH_CUPTI_CLOCK
+enum class DetailLevel : uint8_t { kWindows, kAll };                    // NCCLWATCH_DETAIL
+
+// One item of NCCLWATCH_CAPTURE (docs/always-on.md, "Capture windows").
+struct CaptureItem {
+  enum class Kind : uint8_t { kFirst, kSteps, kEvery } kind = Kind::kFirst;
+  uint64_t a = 0;         // first:N -> N; steps:A-B -> A; every:D:N -> N
+  uint64_t b = 0;         // steps:A-B -> B
+  int64_t period_ns = 0;  // every:D:N -> D
+  bool operator==(const CaptureItem&) const = default;
+};
+
+// Parse NCCLWATCH_CAPTURE ("off" is an empty list) and a duration ("90s", "30m", "2h", "1d", or
+// bare seconds); false when the text is not one. Exposed for tests.
+bool parse_capture_schedule(const std::string& text, std::vector<CaptureItem>& out);
+bool parse_duration_ns(const std::string& text, int64_t& out);
 
 inline constexpr double kDefaultRingMb = 16.0;
 inline constexpr std::size_t kMaxCuptiBuffers = 64;  // gpu/buffer_pool.h's kMaxBuffers
@@ -44,6 +59,10 @@ struct Settings {
   int hang_s = 0;         // 0 = watchdog off
   bool exit_line = true;  // NCCLWATCH_EXIT_LINE: say where the traces went at exit
   int local_rank = -1;    // the launchers' local rank at load (launcher_variables.h), -1 unknown
+  // Tiers (docs/always-on.md).
+  DetailLevel detail = DetailLevel::kWindows;
+  std::vector<CaptureItem> capture{CaptureItem{CaptureItem::Kind::kFirst, 50, 0, 0}};
+  uint64_t max_mb = 256;  // NCCLWATCH_MAX_MB: the trace parts of this process together
   bool test_drain_hold = false;
   int64_t test_clock_offset_ns = 0;
   // The GPU timeline.

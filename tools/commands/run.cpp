@@ -152,6 +152,9 @@ std::optional<int> prepare(RunArgs& args, bool& dir_existed) {
   setenv(name(Id::kJob), args.job.c_str(), 1);
   if (!args.mode.empty()) setenv(name(Id::kMode), args.mode.c_str(), 1);
   setenv(name(Id::kExitLine), "off", 1);  // the traces' place is said here, after the job
+  // A short interactive run: full detail for the whole run, as the report always had it
+  // (docs/always-on.md), unless the job's environment chose.
+  setenv(name(Id::kDetail), "all", 0);
   return std::nullopt;
 }
 

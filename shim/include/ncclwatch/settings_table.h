@@ -38,6 +38,9 @@ enum class Id : uint8_t {
   kTestDrainHold,
   kHangS,
   kExitLine,
+  kDetail,
+  kCapture,
+  kMaxMb,
   kSetNcclEnv,
   kCount
 };
@@ -50,6 +53,7 @@ enum class Type : uint8_t {
   kName,     // free text, reduced to [A-Za-z0-9._-] (job and host names)
   kPath,     // a file or directory path
   kList,     // NAME=VALUE lines (the shim's own marker)
+  kSpec,     // a small grammar of its own, checked (`expected` says it)
 };
 
 // Who reads the variable. kSetByShim: not a setting; the shim sets it for its child processes.
@@ -122,6 +126,15 @@ inline constexpr std::array<Variable, static_cast<std::size_t>(Id::kCount)> kVar
     {Id::kExitLine, "NCCLWATCH_EXIT_LINE", Type::kSwitch, Reader::kShim, "on", "on|off",
      "at exit, one line on stderr saying where the traces went (one process per node: local rank "
      "0); ncclwatch run sets it off and says so itself"},
+    {Id::kDetail, "NCCLWATCH_DETAIL", Type::kChoice, Reader::kShimAndCli,
+     "windows (ncclwatch run: all)", "all|windows",
+     "all: full detail for the whole run; windows: step summaries always, full detail inside "
+     "capture windows (docs/always-on.md)"},
+    {Id::kCapture, "NCCLWATCH_CAPTURE", Type::kSpec, Reader::kShim, "first:50",
+     "off, or a comma list of first:N, steps:A-B, every:DURATION:N (DURATION like 90s, 30m, 2h)",
+     "scheduled capture windows (with NCCLWATCH_DETAIL=windows)"},
+    {Id::kMaxMb, "NCCLWATCH_MAX_MB", Type::kInteger, Reader::kShim, "256", "1..1048576",
+     "disk budget per rank in MiB: at the budget the oldest detail goes first, summaries stay"},
     {Id::kSetNcclEnv, "NCCLWATCH_SET_NCCL_ENV", Type::kList, Reader::kSetByShim, "unset", "",
      "the NCCL variables the shim set, so a child process's shim can tell them from the user's"},
 }};

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "ncclwatch/names.h"
 #include "trace_fixture.h"
 
 namespace ncclwatch::trace {
@@ -97,6 +98,51 @@ TEST(LoadJob, CopiesOfOneProcesssTraceAreLoadedOnce) {
       << lines(job);
   EXPECT_TRUE(has_line(job, "rank 3 claimed by 2 files")) << lines(job);
   EXPECT_EQ(job.problems.size(), 3u) << lines(job);
+}
+
+// NCCLWATCH_MAX_MB writes a process's trace in parts (ncclwatch.<host>.<pid>.<n>.trace, each a
+// whole trace file naming its part): they load as one rank, records in part order, counts from
+// the last part (the whole run's); a missing part is one line and the rest still loads.
+TEST(LoadJob, PartsOfOneProcessLoadAsOneRank) {
+  TempDir dir;
+  const auto process = [](uint32_t part) {
+    format::ProcessInfo p = make_process("job", "h", 77, 1, 2);
+    p.part = part;
+    return p;
+  };
+  const std::vector<Record> all = calls_for(9);
+  for (uint32_t part = 0; part < 3; ++part) {
+    const std::vector<Record> mine(all.begin() + 3 * part, all.begin() + 3 * part + 3);
+    auto header = make_header(process(part), format::kTraceStateClosed, mine.size());
+    if (part == 0) header.losses.detail_evicted = 40;  // what its rewrite removed
+    if (part == 2) {
+      header.dropped = 5;
+      header.losses.detail_evicted = 40;  // the whole run's counts
+    }
+    write_trace(dir.file(format::trace_file_name("h", 77, part)), header, mine);
+  }
+  write_rank(dir.path(), "job", "h", 78, 0, 2, calls_for(9));
+  auto job = load_job(dir.path());
+  EXPECT_TRUE(job.problems.empty()) << lines(job);
+  ASSERT_EQ(job.ranks.size(), 2u);
+  const auto& r = job.ranks[1];
+  EXPECT_EQ(r.info.rank, 1);
+  EXPECT_TRUE(r.info.complete);
+  ASSERT_EQ(r.calls.size(), 9u);
+  for (std::size_t i = 0; i < 9; ++i) EXPECT_EQ(r.calls[i].seq, i);
+  EXPECT_EQ(r.info.losses.ring_full, 5u);
+  EXPECT_EQ(r.info.losses.counts.detail_evicted, 40u);
+  const JobIndex index = index_job(dir.path());
+  ASSERT_EQ(index.files.size(), 2u);
+  std::size_t with_parts = 0;
+  for (const auto& f : index.files) with_parts += f.parts.size() == 3;
+  EXPECT_EQ(with_parts, 1u);
+
+  std::filesystem::remove(dir.file(format::trace_file_name("h", 77, 1)));
+  job = load_job(dir.path());
+  EXPECT_TRUE(has_line(job, "part(s) 1-1 of this process's trace are missing")) << lines(job);
+  ASSERT_EQ(job.ranks.size(), 2u);
+  EXPECT_EQ(job.ranks[1].calls.size(), 6u);
 }
 
 TEST(LoadJob, TwoJobsPicksTheBiggerAndSaysHowToSelectTheOther) {

@@ -16,6 +16,7 @@
 #include <functional>
 #include <numeric>
 
+#include "ncclwatch/seqlock_copy.h"
 #include "trace/rank_loader.h"
 #include "trace/segment_view.h"
 #include "trace_fixture.h"
@@ -104,6 +105,64 @@ TEST(Salvage, JoinsFileAndRingWithoutDuplicatesOrGapsAndCountsHoles) {
   EXPECT_EQ(t.info.losses.counts.ring_holes, 2u + 1u);
   EXPECT_EQ(t.info.losses.counts.names_lost, 5u);
   EXPECT_EQ(t.info.losses.counts.ring_overwritten, 0u);
+}
+
+// With capture windows the drain leaves detail out of the file (docs/always-on.md), so the file
+// holds fewer records than the ring positions it processed: the drain checkpoint says where the
+// two join. Positions 0..9 processed, the file kept 0, 2, 4, 6, 8 (5 records), then the drain
+// wrote the batch 10..11 to the file and died before committing it: the file is cut back to the
+// checkpoint's 5 and the ring gives 10..13 once.
+TEST(Salvage, JoinsAFilteredFileAtTheDrainCheckpoint) {
+  TempDir dir;
+  const std::string job = unique_job("checkpoint");
+  const int64_t pid = dead_pid();
+  const std::string path = dir.file(trace_name("h", pid));
+  std::vector<Record> on_disk;
+  for (uint32_t i : {0, 2, 4, 6, 8, 10, 11}) on_disk.push_back(call(i));
+  write_trace(path, make_header(make_process(job, "h", pid, -1, -1), format::kTraceStateOpen, 0),
+              on_disk);
+  TestSegment seg(job, "h", pid, 8, path);
+  for (uint32_t pos = 8; pos < 14; ++pos) seg.put(pos, call(pos));
+  seg.set_positions(10, 14);
+  format::DrainCheckpoint cp{};
+  cp.pos = 10;
+  cp.file_records = 5;
+  format::seqlock_store(seg.header().drain, cp);
+
+  const SalvageResult r = salvage_segment(seg.name(), {});
+  ASSERT_EQ(r.status, SalvageStatus::kSalvaged) << describe(r);
+  seg.release();
+  EXPECT_EQ(r.in_file, 5u);
+  EXPECT_EQ(r.appended, 4u);
+  EXPECT_EQ(r.overwritten, 0u);
+  EXPECT_EQ(seqs_in(path), (std::vector<uint64_t>{0, 2, 4, 6, 8, 10, 11, 12, 13}));
+}
+
+// The drain committed the batch after its checkpoint (read_pos moved on) and died before writing
+// the next checkpoint: the file is whole, the ring joins at read_pos.
+TEST(Salvage, JoinsAFilteredFileAfterACommitTheCheckpointMissed) {
+  TempDir dir;
+  const std::string job = unique_job("committed");
+  const int64_t pid = dead_pid();
+  const std::string path = dir.file(trace_name("h", pid));
+  std::vector<Record> on_disk;
+  for (uint32_t i : {0, 4, 8, 10, 11}) on_disk.push_back(call(i));
+  write_trace(path, make_header(make_process(job, "h", pid, -1, -1), format::kTraceStateOpen, 0),
+              on_disk);
+  TestSegment seg(job, "h", pid, 8, path);
+  for (uint32_t pos = 8; pos < 14; ++pos) seg.put(pos, call(pos));
+  seg.set_positions(12, 14);
+  format::DrainCheckpoint cp{};
+  cp.pos = 10;
+  cp.file_records = 3;
+  format::seqlock_store(seg.header().drain, cp);
+
+  const SalvageResult r = salvage_segment(seg.name(), {});
+  ASSERT_EQ(r.status, SalvageStatus::kSalvaged) << describe(r);
+  seg.release();
+  EXPECT_EQ(r.in_file, 5u);
+  EXPECT_EQ(r.appended, 2u);
+  EXPECT_EQ(seqs_in(path), (std::vector<uint64_t>{0, 4, 8, 10, 11, 12, 13}));
 }
 
 TEST(Salvage, CreatesTheTraceFileAndCountsOverwrittenPositions) {

@@ -242,11 +242,15 @@ TEST_F(PreloadTest, ASlowStartIsNotTakenForAHang) {
 
 TEST_F(PreloadTest, RingOverflowCountsDropsAndLosesNothingElse) {
   std::vector<std::string> args = {"--steps", "100", "--colls", "2"};
-  ASSERT_EQ(launch(2, args, {"NCCLWATCH_TEST_DRAIN_HOLD=1"}), 0);
+  // Full detail past the first 50 steps (docs/always-on.md): every record counts here.
+  ASSERT_EQ(launch(2, args, {"NCCLWATCH_TEST_DRAIN_HOLD=1", "NCCLWATCH_DETAIL=all"}), 0);
   auto full = traces_by_rank();
   ASSERT_EQ(full.size(), 2u);
   std::system(("rm -rf '" + dir_ + "'").c_str());
-  ASSERT_EQ(launch(2, args, {"NCCLWATCH_TEST_DRAIN_HOLD=1", "NCCLWATCH_RING_MB=0.01"}), 0);
+  ASSERT_EQ(
+      launch(2, args,
+             {"NCCLWATCH_TEST_DRAIN_HOLD=1", "NCCLWATCH_RING_MB=0.01", "NCCLWATCH_DETAIL=all"}),
+      0);
   auto small = traces_by_rank();
   ASSERT_EQ(small.size(), 2u);
   for (int r = 0; r < 2; ++r) {

@@ -55,7 +55,8 @@ class RecorderTest : public ::testing::Test {
     unsetenv("NCCLWATCH_RING_MB");
     unsetenv("NCCLWATCH_TEST_DRAIN_HOLD");
     unsetenv("NCCLWATCH");
-    load_settings(&process_env);  // the snapshot the shim takes at load
+    setenv("NCCLWATCH_DETAIL", "all", 1);  // every record counted (docs/always-on.md)
+    load_settings(&process_env);           // the snapshot the shim takes at load
   }
   void TearDown() override {
     finish_recorder();

@@ -231,6 +231,7 @@ TEST(RingConcurrency, RecorderDrainsTwoProducers) {
   setenv("NCCLWATCH_DIR", dir.c_str(), 1);
   setenv("NCCLWATCH_JOB", ("ringtest-" + std::to_string(getpid())).c_str(), 1);
   setenv("NCCLWATCH_RING_MB", "0.05", 1);  // 512 slots: the drain must keep up, else drops
+  setenv("NCCLWATCH_DETAIL", "all", 1);    // every record counted (docs/always-on.md)
   ncclwatch::shim::load_settings(&ncclwatch::shim::process_env);
   ASSERT_TRUE(ensure_recorder());
   std::string path = current_trace_path();
@@ -275,6 +276,7 @@ TEST(RingConcurrency, RecorderWithDrainNeverDropsWhenTheRingCannotFill) {
   setenv("NCCLWATCH_DIR", dir.c_str(), 1);
   setenv("NCCLWATCH_JOB", ("ringtest8-" + std::to_string(getpid())).c_str(), 1);
   setenv("NCCLWATCH_RING_MB", "16", 1);
+  setenv("NCCLWATCH_DETAIL", "all", 1);
   ncclwatch::shim::load_settings(&ncclwatch::shim::process_env);
   ASSERT_TRUE(ensure_recorder());
   std::string path = current_trace_path();

@@ -100,7 +100,8 @@ TEST(SettingsTable, NamesAreUniqueAndComplete) {
     EXPECT_FALSE(v.default_text.empty()) << v.name;
     EXPECT_FALSE(v.doc.empty()) << v.name;
     const bool checked = v.type == Type::kSwitch || v.type == Type::kInteger ||
-                         v.type == Type::kDecimal || v.type == Type::kChoice;
+                         v.type == Type::kDecimal || v.type == Type::kChoice ||
+                         v.type == Type::kSpec;
     EXPECT_EQ(checked, !v.expected.empty()) << v.name << ": checked values say what they accept";
   }
 }

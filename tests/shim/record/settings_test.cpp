@@ -224,3 +224,69 @@ TEST(Settings, SnapshotReportsProblemsOnceAndChangesAfterLoad) {
 
 }  // namespace
 }  // namespace ncclwatch::shim
+
+namespace ncclwatch::shim {
+namespace {
+
+std::string tier_problems(const Settings& s) {
+  std::string text;
+  for (const std::string& line : s.problems) text += line + "\n";
+  return text;
+}
+
+// The tiers' settings (docs/always-on.md): defaults, every form of the schedule, and a bad value
+// of each as one line and the default.
+TEST(Settings, DetailAndCaptureSchedule) {
+  g_env = {};
+  Settings s = read_settings(&fake_env);
+  EXPECT_EQ(s.detail, DetailLevel::kWindows);
+  ASSERT_EQ(s.capture.size(), 1u);
+  EXPECT_EQ(s.capture[0].kind, CaptureItem::Kind::kFirst);
+  EXPECT_EQ(s.capture[0].a, 50u);
+  EXPECT_EQ(settings::variable(settings::Id::kCapture).default_text, "first:50");
+  EXPECT_EQ(s.max_mb, 256u);
+  EXPECT_EQ(settings::variable(settings::Id::kMaxMb).default_text, "256");
+
+  g_env = {{"NCCLWATCH_DETAIL", "all"},
+           {"NCCLWATCH_CAPTURE", "first:10,steps:100-150,every:30m:20,every:2h:15"}};
+  s = read_settings(&fake_env);
+  EXPECT_TRUE(s.problems.empty()) << tier_problems(s);
+  EXPECT_EQ(s.detail, DetailLevel::kAll);
+  ASSERT_EQ(s.capture.size(), 4u);
+  EXPECT_EQ(s.capture[0].a, 10u);
+  EXPECT_EQ(s.capture[1].kind, CaptureItem::Kind::kSteps);
+  EXPECT_EQ(s.capture[1].a, 100u);
+  EXPECT_EQ(s.capture[1].b, 150u);
+  EXPECT_EQ(s.capture[2].kind, CaptureItem::Kind::kEvery);
+  EXPECT_EQ(s.capture[2].period_ns, 30LL * 60 * 1'000'000'000);
+  EXPECT_EQ(s.capture[2].a, 20u);
+  EXPECT_EQ(s.capture[3].period_ns, 2LL * 3600 * 1'000'000'000);
+  EXPECT_EQ(s.capture[3].a, 15u);
+
+  g_env = {{"NCCLWATCH_CAPTURE", "off"}, {"NCCLWATCH_DETAIL", "windows"}};
+  s = read_settings(&fake_env);
+  EXPECT_TRUE(s.problems.empty()) << tier_problems(s);
+  EXPECT_TRUE(s.capture.empty());
+
+  for (const char* bad : {"first:0", "steps:9-3", "steps:5", "every:0s:5", "every:5s:5",
+                          "every:30m", "every:30x:5", "first:10,sometimes", "off,first:3", ","}) {
+    g_env = {{"NCCLWATCH_CAPTURE", bad}};
+    s = read_settings(&fake_env);
+    ASSERT_EQ(s.problems.size(), 1u) << bad;
+    EXPECT_NE(s.problems[0].find("bad NCCLWATCH_CAPTURE="), std::string::npos) << s.problems[0];
+    EXPECT_NE(s.problems[0].find("using first:50"), std::string::npos) << s.problems[0];
+    ASSERT_EQ(s.capture.size(), 1u) << bad;
+    EXPECT_EQ(s.capture[0].a, 50u);
+  }
+  g_env = {{"NCCLWATCH_MAX_MB", "4"}};
+  EXPECT_EQ(read_settings(&fake_env).max_mb, 4u);
+  g_env = {{"NCCLWATCH_DETAIL", "some"}, {"NCCLWATCH_MAX_MB", "0"}};
+  s = read_settings(&fake_env);
+  ASSERT_EQ(s.problems.size(), 2u) << tier_problems(s);
+  EXPECT_EQ(s.max_mb, 256u);
+  EXPECT_NE(s.problems[0].find("bad NCCLWATCH_DETAIL=some"), std::string::npos);
+  EXPECT_EQ(s.detail, DetailLevel::kWindows);
+}
+
+}  // namespace
+}  // namespace ncclwatch::shim

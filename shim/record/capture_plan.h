@@ -1,0 +1,103 @@
+// The drain thread's capture windows (docs/always-on.md, "Capture windows"): which detail records
+// reach the trace file. Windows come from NCCLWATCH_DETAIL=all (the whole run, id 0) or from the
+// schedule of NCCLWATCH_CAPTURE (first:N, steps:A-B, every:DURATION:N). A window is a span of host
+// time [start, end): a detail record (format::is_detail_kind) is kept when the time it describes
+// falls inside one, so GPU records that CUPTI delivers a second late still land in the window they
+// ran in; every other record is always kept. Windows of the schedule open and close on step
+// boundaries (step_summarizer.h says when a step starts), so every rank captures the same step
+// numbers; one that learns of its first step late (the step structure is still being learned)
+// starts at the current step and its marks say so.
+//
+// Everything here runs on the drain thread (or in finish(), after it stopped): no locks.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <vector>
+
+#include "ncclwatch/format.h"
+#include "record/settings.h"
+
+namespace ncclwatch::shim {
+
+class CapturePlan {
+ public:
+  // Window marks (WindowRecords) go through the ring like every record.
+  using Emit = std::function<void(const format::Record&)>;
+  // How long a closed window is remembered: GPU records of its steps come late (CUPTI hands its
+  // buffers over every second or so; step summaries wait up to 5 s for them).
+  static constexpr int64_t kKeepClosedNs = 30'000'000'000;
+  // A window that opens or closes further than this in the past (steps learned late: the step
+  // structure needs ~100 collectives, NVTX ranges come seconds late) takes effect from the newest
+  // record already judged instead: what was judged stays judged, and the marks say what was kept.
+  static constexpr int64_t kLateNs = 200'000'000;
+
+  // Starts the plan at `start_ns` (host clock; the process's start): the whole run
+  // (DetailLevel::kAll) or the schedule's windows. `realtime_offset_ns` = CLOCK_REALTIME -
+  // host clock, for every:DURATION windows (multiples of DURATION of wall-clock time, the same
+  // moments on every host).
+  void start(const Settings& settings, Emit emit, int64_t start_ns, int64_t realtime_offset_ns);
+
+  // Whether a record reaches the trace file: every always-tier kind; a detail kind whose time
+  // lies inside a window (counted for the window's close mark).
+  bool keep(const format::Record& record);
+  // Whether [start, end) overlaps a window: the StepRecord's kStepDetail flag.
+  bool in_window(int64_t start_ns, int64_t end_ns) const;
+  bool detail_all() const { return all_; }
+  bool open() const;
+
+  // A step started (step_summarizer.h, in step order): opens and closes step-aligned windows.
+  void step_started(uint64_t step, int64_t start_ns);
+  // Time-based transitions (every:DURATION windows coming due); forgets old closed windows.
+  void poll(int64_t now);
+  // Exit: closes what is open at `now`; `last_step` the newest step started (kNoStep: none).
+  void finish(int64_t now);
+
+  // For tests: the windows remembered (open, pending, recently closed).
+  std::size_t windows() const { return windows_.size(); }
+  uint64_t last_step() const { return last_step_; }
+
+  // The time a detail record describes (the start of what it describes); false for other kinds.
+  static bool detail_time(const format::Record& record, int64_t* t_ns);
+
+ private:
+  // kClosing: its end is fixed but its end step not yet known (it closed late: see close_window).
+  enum class State : uint8_t { kPending, kOpen, kClosing, kClosed };
+  struct Window {
+    uint64_t id = 0;
+    format::WindowTrigger trigger = format::WindowTrigger::kSchedule;
+    State state = State::kPending;
+    // What it asks for: steps [want_first, want_end), or `count` steps from the first step that
+    // starts at or after `due_ns` (0: from the start).
+    uint64_t want_first = format::kNoStep;
+    uint64_t want_end = format::kNoStep;
+    uint64_t count = 0;
+    int64_t due_ns = 0;
+    int64_t period_ns = 0;  // every:DURATION:N -> DURATION
+    // What it got.
+    int64_t start_ns = 0;
+    int64_t end_ns = INT64_MAX;
+    uint64_t first_step = format::kNoStep;
+    uint64_t end_step = format::kNoStep;
+    uint64_t steps_seen = 0;
+    uint64_t detail_records = 0;
+  };
+
+  void open_window(Window& w, int64_t start_ns, uint64_t first_step);
+  void close_window(Window& w, int64_t end_ns, uint64_t end_step);
+  void emit_mark(const Window& w, format::WindowEvent event);
+  void schedule_every(int64_t now);
+
+  Emit emit_;
+  std::vector<CaptureItem> schedule_;
+  bool all_ = false;
+  std::deque<Window> windows_;  // in the order they were planned
+  uint64_t last_step_ = format::kNoStep;
+  int64_t last_step_start_ns_ = 0;
+  int64_t realtime_offset_ns_ = 0;
+  int64_t next_due_check_ns_ = INT64_MAX;
+  int64_t judged_ns_ = INT64_MIN;  // the newest time of a detail record judged so far
+};
+
+}  // namespace ncclwatch::shim

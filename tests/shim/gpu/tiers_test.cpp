@@ -1,0 +1,168 @@
+// The two tiers and the disk budget end to end (docs/always-on.md): four ranks of fake_train
+// under a plain LD_PRELOAD of the real shim, started by fake_launcher like torchrun, read back
+// with the collector's job loader (which joins a process's trace parts).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trace/job_loader.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ncclwatch::model::JobTrace;
+using ncclwatch::model::RankTrace;
+namespace format = ncclwatch::format;
+
+// A short step (about 1 ms of fake GPU time), so hundreds of steps take a second or two.
+const std::vector<std::string> kFastSteps = {"--fwd-us", "300", "--bwd-us",    "600",
+                                             "--opt-us", "100", "--bucket-mb", "1"};
+
+struct JobRun {
+  int status = -1;
+  std::string dir;
+  std::string stderr_text;
+  ~JobRun() {
+    if (!dir.empty()) fs::remove_all(dir);
+  }
+};
+
+void run_job(JobRun& run, std::vector<std::string> args, const std::vector<std::string>& env) {
+  static int counter = 0;
+  run.dir =
+      ::testing::TempDir() + "tiers_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
+  fs::create_directories(run.dir);
+  std::vector<std::string> argv = {FAKE_LAUNCHER,
+                                   "--nproc",
+                                   "4",
+                                   "--env",
+                                   std::string("LD_PRELOAD=") + SHIM_LIB,
+                                   "--env",
+                                   "NCCLWATCH_DIR=" + run.dir,
+                                   "--env",
+                                   "NCCLWATCH_JOB=tiers",
+                                   "--env",
+                                   "NCCLWATCH_EXIT_LINE=off"};
+  for (const auto& e : env) {
+    argv.push_back("--env");
+    argv.push_back(e);
+  }
+  argv.push_back("--");
+  argv.push_back(FAKE_TRAIN);
+  for (const auto& a : kFastSteps) argv.push_back(a);
+  for (const auto& a : args) argv.push_back(a);
+  const std::string err = run.dir + "/stderr.txt";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen(err.c_str(), "w", stderr)) _exit(98);
+    if (!freopen("/dev/null", "w", stdout)) _exit(98);
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    execv(cargv[0], cargv.data());
+    _exit(99);
+  }
+  waitpid(pid, &run.status, 0);
+  std::ifstream in(err);
+  run.stderr_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string problems_of(const JobTrace& job) {
+  std::string out;
+  for (const auto& p : job.problems) out += p.source + ": " + p.message + "\n";
+  return out;
+}
+
+// A plain LD_PRELOAD gets NCCLWATCH_DETAIL=windows with NCCLWATCH_CAPTURE=first:50: every rank
+// writes a summary of every step, and every call, kernel and launch of the first 50 steps only,
+// in one schedule window with the same id and steps on every rank.
+TEST(Tiers, DefaultsKeepDetailForTheFirst50StepsAndSummariesThroughout) {
+  JobRun run;
+  run_job(run, {"--steps", "150"}, {});
+  ASSERT_EQ(run.status, 0) << run.stderr_text;
+  const JobTrace job = ncclwatch::trace::load_job(run.dir);
+  EXPECT_TRUE(job.problems.empty()) << problems_of(job);
+  ASSERT_EQ(job.ranks.size(), 4u);
+  const auto& first = job.ranks[0];
+  ASSERT_EQ(first.windows.size(), 1u);
+  const auto& w0 = first.windows[0];
+  for (const RankTrace& t : job.ranks) {
+    SCOPED_TRACE("rank " + std::to_string(t.info.rank));
+    ASSERT_EQ(t.windows.size(), 1u);
+    const auto& w = t.windows[0];
+    EXPECT_EQ(w.trigger, format::WindowTrigger::kSchedule);
+    EXPECT_TRUE(w.closed);
+    EXPECT_EQ(w.id, w0.id);
+    EXPECT_EQ(w.first_step, w0.first_step);
+    // 50 steps, or more where the steps were learned after the 50th (NVTX is waited for 3 s):
+    // then the window ends after the newest record it kept (capture_plan.h, kLateNs).
+    EXPECT_GE(w.end_step, w.first_step + 50);
+    EXPECT_GT(w.detail_records, 0u);
+    // Summaries throughout (the last step may end with the run).
+    EXPECT_GE(t.steps.size(), 149u);
+    // Detail only inside the window; all of its steps' calls (4 buckets a step).
+    std::size_t calls = 0;
+    for (const auto& c : t.calls) {
+      EXPECT_GE(c.enter_ns, w.start_ns);
+      EXPECT_LT(c.enter_ns, w.end_ns);
+      calls += ncclwatch::format::is_collective(c.func);
+    }
+    EXPECT_GE(calls, 4u * 50);  // fake_train's 4 buckets a step, and its set-up collective
+    EXPECT_LE(calls, 4u * (w.end_step - w.first_step) + 2);
+    for (const auto& k : t.kernels) EXPECT_LT(k.start_ns, w.end_ns);
+    EXPECT_FALSE(t.kernels.empty());
+    for (const auto& st : t.steps) {
+      const bool detail = (st.prefix.flags & format::kStepDetail) != 0;
+      EXPECT_EQ(detail, st.step < w.end_step) << "step " << st.step;
+    }
+  }
+}
+
+// NCCLWATCH_MAX_MB: a rank's trace is written in parts of an eighth of the budget; past the
+// budget the oldest detail goes (counted in the losses) and every summary stays; the job loader
+// reads each process's parts as one rank.
+TEST(Tiers, TheDiskBudgetEvictsTheOldestDetailAndKeepsEverySummary) {
+  JobRun run;
+  run_job(run, {"--steps", "800"}, {"NCCLWATCH_DETAIL=all", "NCCLWATCH_MAX_MB=1"});
+  ASSERT_EQ(run.status, 0) << run.stderr_text;
+  std::map<std::string, uint64_t> bytes_of_process;  // host.pid -> bytes of its parts
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(run.dir)) {
+    const std::string name = e.path().filename().string();
+    if (!name.ends_with(".trace")) continue;
+    ++files;
+    // ncclwatch.<host>.<pid>[.<n>].trace
+    const std::string rest = name.substr(10, name.size() - 16);
+    const auto dot = rest.find('.', rest.find('.') + 1);
+    bytes_of_process[rest.substr(0, dot)] += fs::file_size(e.path());
+  }
+  ASSERT_EQ(bytes_of_process.size(), 4u);
+  EXPECT_GT(files, 8u) << "each rank rolled over to more parts";
+  for (const auto& [process, bytes] : bytes_of_process)
+    EXPECT_LE(bytes, (1u << 20) + (1u << 20) / 8 + 64 * 1024) << process;
+
+  const JobTrace job = ncclwatch::trace::load_job(run.dir);
+  EXPECT_TRUE(job.problems.empty()) << problems_of(job);
+  ASSERT_EQ(job.ranks.size(), 4u);
+  for (const RankTrace& t : job.ranks) {
+    SCOPED_TRACE("rank " + std::to_string(t.info.rank));
+    EXPECT_TRUE(t.info.complete);
+    EXPECT_GT(t.info.losses.counts.detail_evicted, 0u);
+    EXPECT_GE(t.steps.size(), 799u);
+    for (std::size_t i = 1; i < t.steps.size(); ++i)
+      EXPECT_EQ(t.steps[i].step, t.steps[i - 1].step + 1);
+    // What detail is left is the newest: no call from the first steps.
+    ASSERT_FALSE(t.calls.empty());
+    EXPECT_GT(t.calls.front().enter_ns, t.steps[10].start_ns);
+    EXPECT_GE(t.calls.back().seq + 1, 800u * 4) << "the last call is the run's last";
+  }
+}
+
+}  // namespace

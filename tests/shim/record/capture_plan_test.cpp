@@ -1,0 +1,264 @@
+// The drain thread's capture windows (record/capture_plan.h): which detail records reach the
+// trace file, and the window marks, for the whole run and every form of the schedule.
+#include "record/capture_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace ncclwatch::shim {
+namespace {
+
+using format::Record;
+using format::RecordKind;
+using format::WindowEvent;
+using format::WindowTrigger;
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int64_t kS = 1'000'000'000;
+
+Record call_at(int64_t t) {
+  Record r{};
+  r.call.prefix.kind = RecordKind::kCall;
+  r.call.t_enter_ns = t;
+  return r;
+}
+Record kernel_at(int64_t t) {
+  Record r{};
+  r.kernel.prefix.kind = RecordKind::kKernel;
+  r.kernel.start_ns = t;
+  r.kernel.end_ns = t + kMs;
+  return r;
+}
+Record always_tier(RecordKind kind) {
+  Record r{};
+  r.prefix.kind = kind;
+  return r;
+}
+
+struct Marks {
+  std::vector<format::WindowRecord> all;
+  CapturePlan::Emit emit() {
+    return [this](const Record& r) {
+      ASSERT_EQ(r.prefix.kind, RecordKind::kWindow);
+      all.push_back(r.window);
+    };
+  }
+};
+
+Settings with_schedule(const std::string& schedule) {
+  Settings s;
+  s.detail = DetailLevel::kWindows;
+  EXPECT_TRUE(parse_capture_schedule(schedule, s.capture)) << schedule;
+  return s;
+}
+
+TEST(CapturePlan, DetailAllKeepsEverythingInOneWholeRunWindow) {
+  Settings s;
+  s.detail = DetailLevel::kAll;
+  Marks marks;
+  CapturePlan plan;
+  plan.start(s, marks.emit(), 100, 0);
+  for (int i = 0; i < 10; ++i) plan.step_started(i, 1000 + i * 100);
+  EXPECT_TRUE(plan.keep(call_at(50)));
+  EXPECT_TRUE(plan.keep(kernel_at(1'000'000)));
+  EXPECT_TRUE(plan.in_window(0, 1));
+  plan.finish(5000);
+  ASSERT_EQ(marks.all.size(), 2u);
+  EXPECT_EQ(marks.all[0].id, 0u);
+  EXPECT_EQ(marks.all[0].prefix.u8a, static_cast<uint8_t>(WindowTrigger::kWholeRun));
+  EXPECT_EQ(marks.all[0].prefix.u8b, static_cast<uint8_t>(WindowEvent::kOpen));
+  EXPECT_EQ(marks.all[0].start_ns, 100);
+  EXPECT_EQ(marks.all[0].first_step, 0u);
+  EXPECT_EQ(marks.all[1].prefix.u8b, static_cast<uint8_t>(WindowEvent::kClose));
+  EXPECT_EQ(marks.all[1].end_ns, 5000);
+  EXPECT_EQ(marks.all[1].end_step, 10u);
+}
+
+// first:3 -- from the start to the start of the fourth step seen; the always tier throughout.
+TEST(CapturePlan, FirstStepsThenSummariesOnly) {
+  Marks marks;
+  CapturePlan plan;
+  plan.start(with_schedule("first:3"), marks.emit(), 100, 0);
+  ASSERT_EQ(marks.all.size(), 1u);
+  EXPECT_EQ(marks.all[0].start_ns, 100);
+  EXPECT_EQ(marks.all[0].first_step, format::kNoStep);  // not known yet
+  EXPECT_TRUE(plan.keep(call_at(150)));
+  for (uint64_t step = 0; step < 3; ++step) plan.step_started(step, 200 + 100 * step);
+  EXPECT_TRUE(plan.open());
+  EXPECT_TRUE(plan.keep(call_at(450)));
+  plan.step_started(3, 500);
+  EXPECT_FALSE(plan.open());
+  ASSERT_EQ(marks.all.size(), 2u);
+  const format::WindowRecord& close = marks.all[1];
+  EXPECT_EQ(close.prefix.u8a, static_cast<uint8_t>(WindowTrigger::kSchedule));
+  EXPECT_EQ(close.prefix.u8b, static_cast<uint8_t>(WindowEvent::kClose));
+  EXPECT_EQ(close.id, marks.all[0].id);
+  EXPECT_NE(close.id, 0u);
+  EXPECT_EQ(close.first_step, 0u);
+  EXPECT_EQ(close.end_step, 3u);
+  EXPECT_EQ(close.start_ns, 100);
+  EXPECT_EQ(close.end_ns, 500);
+  EXPECT_EQ(close.detail_records, 2u);
+  // A kernel of step 2 that CUPTI delivers after the window closed still belongs to it.
+  EXPECT_TRUE(plan.keep(kernel_at(499)));
+  EXPECT_FALSE(plan.keep(kernel_at(500)));
+  EXPECT_FALSE(plan.keep(call_at(600)));
+  for (RecordKind k : {RecordKind::kComm, RecordKind::kStep, RecordKind::kWindow,
+                       RecordKind::kInFlight, RecordKind::kString, RecordKind::kClock})
+    EXPECT_TRUE(plan.keep(always_tier(k))) << static_cast<int>(k);
+  EXPECT_TRUE(plan.in_window(450, 550));
+  EXPECT_FALSE(plan.in_window(500, 600));
+  plan.finish(1000);
+  EXPECT_EQ(marks.all.size(), 2u);  // nothing open, nothing more
+}
+
+// steps:5-6 -- exactly those steps; the marks name them; the same id on every rank.
+TEST(CapturePlan, StepRangeOpensAndClosesOnItsSteps) {
+  Marks marks, other;
+  CapturePlan plan, other_rank;
+  plan.start(with_schedule("steps:5-6"), marks.emit(), 0, 0);
+  other_rank.start(with_schedule("steps:5-6"), other.emit(), 7, 0);
+  EXPECT_TRUE(marks.all.empty());
+  for (uint64_t step = 0; step < 5; ++step) plan.step_started(step, 1000 * step);
+  EXPECT_FALSE(plan.keep(call_at(4500)));
+  plan.step_started(5, 5000);
+  EXPECT_TRUE(plan.keep(call_at(5000)));
+  plan.step_started(6, 6000);
+  EXPECT_TRUE(plan.keep(kernel_at(6999)));
+  plan.step_started(7, 7000);
+  EXPECT_FALSE(plan.keep(call_at(7000)));
+  ASSERT_EQ(marks.all.size(), 2u);
+  EXPECT_EQ(marks.all[0].first_step, 5u);
+  EXPECT_EQ(marks.all[0].end_step, 7u);  // open: the requested end
+  EXPECT_EQ(marks.all[0].start_ns, 5000);
+  EXPECT_EQ(marks.all[1].end_step, 7u);
+  EXPECT_EQ(marks.all[1].end_ns, 7000);
+  EXPECT_EQ(marks.all[1].detail_records, 2u);
+  other_rank.step_started(5, 5003);
+  ASSERT_EQ(other.all.size(), 1u);
+  EXPECT_EQ(other.all[0].id, marks.all[0].id);
+}
+
+// A rank that learns its steps late (the step structure is learned from ~100 calls) starts at
+// the step it is in; a range it learns of only after its end never opens.
+TEST(CapturePlan, StepRangeLearnedLateStartsAtTheCurrentStep) {
+  Marks marks;
+  CapturePlan plan;
+  plan.start(with_schedule("steps:5-8,steps:10-11"), marks.emit(), 0, 0);
+  plan.step_started(7, 7000);
+  ASSERT_EQ(marks.all.size(), 1u);
+  EXPECT_EQ(marks.all[0].first_step, 7u);
+  EXPECT_EQ(marks.all[0].end_step, 9u);
+  EXPECT_FALSE(plan.keep(call_at(6999)));
+  plan.step_started(12, 12'000);  // 9, 10 and 11 were never seen here
+  ASSERT_EQ(marks.all.size(), 2u);
+  EXPECT_EQ(marks.all[1].prefix.u8b, static_cast<uint8_t>(WindowEvent::kClose));
+  EXPECT_EQ(marks.all[1].end_step, 12u);
+  EXPECT_FALSE(plan.keep(call_at(12'500)));
+  EXPECT_EQ(marks.all.size(), 2u);  // steps:10-11 never opened: no marks
+  plan.poll(12'000 + CapturePlan::kKeepClosedNs + 1);
+  EXPECT_EQ(plan.windows(), 0u);
+}
+
+// every:DURATION:N -- N steps from the first step starting at or after each multiple of DURATION
+// of wall-clock time (the same moment on every host); the next one planned as each opens.
+TEST(CapturePlan, EveryDurationOnWallClockMultiples) {
+  Marks marks;
+  CapturePlan plan;
+  // Host clock t is wall-clock time t + 95 s: the first multiple of 10 s is at host time 5 s.
+  plan.start(with_schedule("every:10s:2"), marks.emit(), 0, 95 * kS);
+  plan.poll(1 * kS);
+  plan.step_started(0, 3 * kS);
+  plan.step_started(1, 4 * kS + 999 * kMs);
+  EXPECT_TRUE(marks.all.empty());
+  EXPECT_FALSE(plan.keep(call_at(5 * kS)));
+  plan.step_started(2, 5 * kS + 1);
+  ASSERT_EQ(marks.all.size(), 1u);
+  EXPECT_EQ(marks.all[0].first_step, 2u);
+  EXPECT_EQ(marks.all[0].end_step, 4u);
+  EXPECT_TRUE(plan.keep(call_at(6 * kS)));
+  plan.step_started(3, 7 * kS);
+  plan.step_started(4, 9 * kS);
+  ASSERT_EQ(marks.all.size(), 2u);
+  EXPECT_EQ(marks.all[1].end_step, 4u);
+  EXPECT_FALSE(plan.keep(call_at(10 * kS)));
+  // The next: wall clock 110 s = host 15 s.
+  plan.step_started(5, 14 * kS);
+  EXPECT_EQ(marks.all.size(), 2u);
+  plan.step_started(6, 16 * kS);
+  ASSERT_EQ(marks.all.size(), 3u);
+  EXPECT_EQ(marks.all[2].first_step, 6u);
+  EXPECT_NE(marks.all[2].id, marks.all[0].id);
+  plan.finish(17 * kS);
+  ASSERT_EQ(marks.all.size(), 4u);
+  EXPECT_EQ(marks.all[3].end_step, 7u);
+}
+
+// A stalled job (no step for a whole period after a window came due) skips to the next multiple
+// rather than opening one late; closed windows are forgotten 30 s after they end.
+TEST(CapturePlan, EveryDurationSkipsAStalledPeriodAndForgetsOldWindows) {
+  Marks marks;
+  CapturePlan plan;
+  plan.start(with_schedule("every:10s:1"), marks.emit(), 0, 0);  // due at 10 s, 20 s, ...
+  plan.poll(21 * kS);  // nothing started since 10 s: the next is at 30 s
+  plan.step_started(0, 25 * kS);
+  EXPECT_TRUE(marks.all.empty());
+  plan.step_started(1, 31 * kS);
+  plan.step_started(2, 32 * kS);
+  ASSERT_EQ(marks.all.size(), 2u);
+  EXPECT_EQ(marks.all[0].first_step, 1u);
+  EXPECT_EQ(marks.all[1].end_step, 2u);
+  EXPECT_TRUE(plan.keep(kernel_at(31 * kS + kMs)));
+  plan.poll(63 * kS);
+  EXPECT_FALSE(plan.keep(kernel_at(31 * kS + kMs)));  // forgotten: too late to belong
+  EXPECT_LE(plan.windows(), 2u);                      // the pending next one (40 s or later)
+}
+
+// Steps learned late (the step structure needs ~100 collectives; NVTX ranges come seconds late):
+// what was judged stays judged, so a window closing in the past ends after the newest record it
+// kept, its end step the first step starting after that; one opening in the past starts there.
+TEST(CapturePlan, StepsLearnedLateMoveTheWindowToWhatWasKept) {
+  Marks marks;
+  CapturePlan plan;
+  plan.start(with_schedule("first:2,steps:8-9"), marks.emit(), 0, 0);
+  EXPECT_TRUE(plan.keep(call_at(5 * kS)));
+  plan.step_started(0, 1 * kS);
+  plan.step_started(1, 2 * kS);
+  plan.step_started(2, 3 * kS);  // first:2 ends here, but records up to 5 s were kept
+  EXPECT_EQ(marks.all.size(), 1u);
+  EXPECT_TRUE(plan.keep(kernel_at(4 * kS)));
+  EXPECT_FALSE(plan.keep(kernel_at(5 * kS + 1)));
+  plan.step_started(3, 4 * kS);
+  EXPECT_EQ(marks.all.size(), 1u);
+  plan.step_started(4, 6 * kS);
+  ASSERT_EQ(marks.all.size(), 2u);
+  EXPECT_EQ(marks.all[1].end_ns, 5 * kS + 1);
+  EXPECT_EQ(marks.all[1].end_step, 4u);
+  EXPECT_EQ(marks.all[1].first_step, 0u);
+
+  EXPECT_FALSE(plan.keep(call_at(20 * kS)));
+  plan.step_started(8, 8 * kS);  // steps:8-9 learned at 20 s: from there on
+  ASSERT_EQ(marks.all.size(), 3u);
+  EXPECT_EQ(marks.all[2].start_ns, 20 * kS + 1);
+  EXPECT_EQ(marks.all[2].first_step, 8u);
+  EXPECT_FALSE(plan.keep(call_at(19 * kS)));
+  EXPECT_TRUE(plan.keep(call_at(21 * kS)));
+  plan.finish(22 * kS);
+  ASSERT_EQ(marks.all.size(), 4u);
+  EXPECT_EQ(marks.all[3].end_ns, 22 * kS);
+}
+
+TEST(CapturePlan, OffKeepsOnlyTheAlwaysTier) {
+  Marks marks;
+  CapturePlan plan;
+  plan.start(with_schedule("off"), marks.emit(), 0, 0);
+  for (uint64_t step = 0; step < 100; ++step) plan.step_started(step, 10 * step);
+  EXPECT_FALSE(plan.keep(call_at(5)));
+  EXPECT_TRUE(plan.keep(always_tier(RecordKind::kStep)));
+  plan.finish(2000);
+  EXPECT_TRUE(marks.all.empty());
+}
+
+}  // namespace
+}  // namespace ncclwatch::shim
