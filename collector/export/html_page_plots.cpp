@@ -86,6 +86,29 @@ function waits() {
   });
   mark("waits", W.bars.length, {axes: f.axes, ms: W.bars.map(b => b.ms)});
 }
+// The run's history: step time and its parts per period over wall time, windows shaded.
+function history() {
+  const c = document.getElementById("hist"), H = D.history, P = H.periods, n = P.length;
+  if (!n) { mark("hist", 0); document.getElementById("hist-note").textContent = "no step summaries in these traces (layout version 5 writes them)"; return empty(c, "no history"); }
+  const tEnd = Math.max(P[n - 1].t, ...H.windows.map(w => w.to === null ? P[n - 1].t : w.to), P[0].t + 0.01);
+  const maxMs = Math.max(...P.map(p => p.step || 0)) * 1.1 || 1;
+  const f = frame(c, {x0: P[0].t, x1: tEnd, y0: 0, y1: maxMs, xlabel: "minutes since the run's start", ylabel: "ms per step"});
+  for (const w of H.windows) {
+    const a = f.X(Math.max(w.from, P[0].t)), b = f.X(w.to === null ? tEnd : w.to);
+    f.ctx.fillStyle = "rgba(70,110,200,0.15)"; f.ctx.fillRect(a, f.T, Math.max(2, b - a), f.B - f.T);
+    f.ctx.fillStyle = "#335"; f.ctx.fillText(w.index + " " + w.trigger, a + 2, f.T + 10);
+  }
+  const series = [["step", "#222"], ["compute", colors[0]], ["exposed", colors[1]], ["wait", colors[2]], ["idle", colors[3]]];
+  for (const [k, col] of series) {
+    f.ctx.strokeStyle = col; f.ctx.lineWidth = k === "step" ? 2 : 1; f.ctx.beginPath(); let on = false;
+    for (const p of P) { if (p[k] === null) { on = false; continue; } const x = f.X(p.t), y = f.Y(p[k]); on ? f.ctx.lineTo(x, y) : f.ctx.moveTo(x, y); on = true; }
+    f.ctx.stroke();
+  }
+  f.ctx.lineWidth = 1;
+  legend("hist-legend", [["#222", "step time"], [colors[0], "compute"], [colors[1], "exposed communication"], [colors[2], "waiting for peers"], [colors[3], "idle"]]);
+  document.getElementById("hist-note").textContent = num(n) + " periods from step " + num(P[0].first_step) + "; " + H.windows.length + " capture window(s)";
+  mark("hist", n, {axes: f.axes, windows: H.windows.length});
+}
 // A table; `fmt` per column: a number of decimals (numbers for people), or "t" for text.
 function table(id, rows, cols, head, fmt) {
   const host = document.getElementById(id);
@@ -98,7 +121,7 @@ function table(id, rows, cols, head, fmt) {
   });
   host.appendChild(t); mark(id, rows.length, {cells});
 }
-zoomFromAddress(); overview(); windowPlot(); swimlanes(); heat(); bars(); lines(); waits();
+zoomFromAddress(); history(); overview(); windowPlot(); swimlanes(); heat(); bars(); lines(); waits();
 table("buckets", D.buckets, ["comm", "ordinal", "mib", "gpu_ms", "overlap_pct", "exposed_ms"],
       ["comm", "#", "size (MiB)", "GPU time (ms)", "overlapped (%)", "exposed (ms per step)"], ["t", 0, 1, 2, 1, 2]);
 const topo = document.getElementById("topology");

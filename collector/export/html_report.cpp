@@ -247,6 +247,40 @@ json waits(const json& overlap, const json& stragglers) {
   return {{"bars", bars}, {"stragglers", late}};
 }
 
+// The whole run's history (report JSON `history`, at most 400 periods) as minutes since its
+// start, with the capture windows (`windows`) as spans of the same axis.
+json history_plot(const json& j) {
+  json out = {{"periods", json::array()}, {"windows", json::array()}};
+  const auto h = j.find("history");
+  if (h == j.end() || !h->is_object() || !h->contains("periods")) return out;
+  const double t0 = num(*h, "start_realtime_ns");
+  const auto minutes = [t0](double ns) { return std::round((ns - t0) / 6e8) / 100.0; };
+  const auto figure = [](const json& p, const char* key) {
+    const auto it = p.find(key);
+    return it != p.end() && it->is_number() ? json(std::round(it->get<double>() * 100) / 100)
+                                            : json(nullptr);
+  };
+  for (const json& p : (*h)["periods"]) {
+    if (!p.is_object()) continue;
+    out["periods"].push_back({{"t", minutes(num(p, "start_realtime_ns"))},
+                              {"first_step", p.value("first_step", 0)},
+                              {"step", figure(p, "step_ms")},
+                              {"compute", figure(p, "compute_ms")},
+                              {"exposed", figure(p, "exposed_ms")},
+                              {"wait", figure(p, "wait_ms")},
+                              {"idle", figure(p, "idle_ms")}});
+  }
+  for (const json& w : j.value("windows", json::array())) {
+    if (!w.is_object()) continue;
+    const double end = num(w, "end_realtime_ns");
+    out["windows"].push_back({{"index", w.value("index", 0)},
+                              {"trigger", w.value("trigger", "")},
+                              {"from", minutes(num(w, "start_realtime_ns"))},
+                              {"to", end > 0 ? json(minutes(end)) : json(nullptr)}});
+  }
+  return out;
+}
+
 }  // namespace
 
 json HtmlReport::page_data(const model::Report& report) {
@@ -291,6 +325,7 @@ json HtmlReport::page_data(const model::Report& report) {
   // job (utilization_curve.h, step_swimlane.h), so the page takes them whole.
   const auto u = j.find("utilization");
   d["utilization"] = u != j.end() && u->is_object() ? *u : json::object();
+  d["history"] = history_plot(j);
   return d;
 }
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -13,6 +14,8 @@
 #include "demo/scenarios.h"
 #include "export/chrome_trace.h"
 #include "export/html_report.h"
+#include "history/capture_windows.h"
+#include "history/history_report.h"
 #include "model/message.h"
 #include "model/vocabulary.h"
 #include "pipeline/pipeline.h"
@@ -21,6 +24,7 @@
 
 #include "pipeline/job_input.h"
 #include "pipeline/progress_line.h"
+#include "pipeline/run_history.h"
 
 namespace ncclwatch::pipeline {
 
@@ -55,6 +59,33 @@ std::optional<JobInput> load(const ReportRequest& req, model::JobTrace& job,
 
 }  // namespace
 
+namespace {
+
+// No rank in the loaded job: the problems and one line on `err`.
+void say_no_ranks(const ReportRequest& req, const JobInput& input, const model::JobTrace& job,
+                  std::FILE* err) {
+  for (const auto& p : job.problems) model::say(err, model::problem_line(p));
+  model::say(err, fmt::format("no rank traces{} in {}", req.job.empty() ? "" : " of job " + req.job,
+                              input.kind == InputKind::kNcclwatch ? input.paths[0]
+                              : input.kind == InputKind::kKineto  ? "the Kineto files"
+                                                                  : "the Nsight Systems exports"));
+}
+
+PipelineResult analyse(const ReportRequest& req, const JobInput& input, model::JobTrace& job,
+                       const std::function<void(const std::string&)>& progress,
+                       bool topology = true) {
+  const bool ncclwatch_traces = input.kind == InputKind::kNcclwatch;
+  PipelineOptions options;
+  // NCCL_DEBUG logs next to the traces feed the topology check.
+  if (ncclwatch_traces && topology) options.topology_dir = input.paths[0];
+  if (topology) options.topology_logs = req.nccl_logs;
+  options.link_gpu = ncclwatch_traces;
+  if (progress) options.progress = [&progress](const char* stage) { progress(stage); };
+  return run_pipeline(job, options);
+}
+
+}  // namespace
+
 std::optional<AnalysedJob> analyse_job(const ReportRequest& req, std::FILE* err,
                                        const std::function<void(const std::string&)>& progress) {
   AnalysedJob out;
@@ -62,23 +93,11 @@ std::optional<AnalysedJob> analyse_job(const ReportRequest& req, std::FILE* err,
   if (!input) return std::nullopt;
   out.kind = input->kind;
   out.paths = input->paths;
-  const bool ncclwatch_traces = input->kind == InputKind::kNcclwatch;
   if (out.job.ranks.empty()) {
-    for (const auto& p : out.job.problems) model::say(err, model::problem_line(p));
-    model::say(err,
-               fmt::format("no rank traces{} in {}", req.job.empty() ? "" : " of job " + req.job,
-                           ncclwatch_traces                    ? input->paths[0]
-                           : input->kind == InputKind::kKineto ? "the Kineto files"
-                                                               : "the Nsight Systems exports"));
+    say_no_ranks(req, *input, out.job, err);
     return std::nullopt;
   }
-  PipelineOptions options;
-  // NCCL_DEBUG logs next to the traces feed the topology check.
-  if (ncclwatch_traces) options.topology_dir = input->paths[0];
-  options.topology_logs = req.nccl_logs;
-  options.link_gpu = ncclwatch_traces;
-  if (progress) options.progress = [&progress](const char* stage) { progress(stage); };
-  out.result = run_pipeline(out.job, options);
+  out.result = analyse(req, *input, out.job, progress);
   return out;
 }
 
@@ -90,6 +109,164 @@ bool no_rank_traces(const std::string& dir) {
   return true;
 }
 
+namespace {
+
+// --trace and --html of one analysed job (the whole run, or the window shown first); what they
+// wrote is a line among the report's findings.
+void write_exports(const ReportRequest& req, const model::JobTrace& job, PipelineResult& result,
+                   const exporter::StepWindow& steps, const std::string& simulated,
+                   ProgressLine& progress, std::FILE* err, ReportStatus& rc) {
+  model::Report& report = result.report;
+  if (!req.trace_path.empty()) {
+    progress.show("writing the trace");
+    exporter::ChromeTraceStats stats;
+    std::string error;
+    if (exporter::ChromeTraceWriter::write_file(req.trace_path, job, result.match, result.clock,
+                                                steps, stats, error, simulated)) {
+      const std::string window =
+          steps.first == 0
+              ? ""
+              : fmt::format(", steps {}-{} of {}", steps.first,
+                            steps.last == 0 ? stats.steps_in_job
+                                            : std::min<uint64_t>(steps.last, stats.steps_in_job),
+                            stats.steps_in_job);
+      report.findings.push_back(
+          {model::Severity::kInfo, "trace",
+           fmt::format("timeline written to {}: {} ranks, {} kernels, {} NCCL calls, {} "
+                       "collectives linked across ranks{} (open in ui.perfetto.dev)",
+                       req.trace_path, job.ranks.size(), stats.kernels, stats.calls, stats.flows,
+                       window)});
+    } else if (steps.first > stats.steps_in_job) {
+      model::say(err, fmt::format("{}; trace not written", error));
+      rc = ReportStatus::kUsage;
+    } else {
+      model::say(err, fmt::format("trace export: {}", error));
+      rc = ReportStatus::kError;
+    }
+  }
+  if (!req.html_path.empty()) {
+    progress.show("writing the HTML report");
+    std::string error;
+    if (exporter::HtmlReport::write_file(req.html_path, report, error)) {
+      report.findings.push_back(
+          {model::Severity::kInfo, "html",
+           fmt::format("report page written to {} (self-contained, opens offline)",
+                       req.html_path)});
+    } else {
+      model::say(err, fmt::format("HTML report: {}", error));
+      rc = ReportStatus::kError;
+    }
+  }
+}
+
+bool warns(const model::Report& r) {
+  return std::any_of(r.findings.begin(), r.findings.end(), [](const model::Finding& f) {
+    return f.severity >= model::Severity::kWarning;
+  });
+}
+
+// The JSON file (when asked), the text on `out`, the exit status.
+ReportStatus finish(const ReportRequest& req, const model::Report& json_report,
+                    const std::string& text, bool warned, ReportStatus rc, std::FILE* out,
+                    std::FILE* err) {
+  if (!req.json_path.empty()) {
+    std::string error;
+    if (!report::write_json(json_report, req.json_path, error)) {
+      model::say(err, fmt::format("JSON report: {}", error));
+      rc = ReportStatus::kError;
+    }
+  }
+  std::fflush(err);
+  const bool written = std::fwrite(text.data(), 1, text.size(), out) == text.size();
+  if (std::fflush(out) != 0 || !written || std::ferror(out) != 0) {
+    std::fprintf(err, "ncclwatch: cannot write the report: %s\n", std::strerror(errno));
+    return ReportStatus::kError;
+  }
+  if (rc == ReportStatus::kClean && warned) rc = ReportStatus::kFindings;
+  return rc;
+}
+
+report::TextOptions text_options(const ReportRequest& req, std::FILE* out) {
+  report::TextOptions o;
+  o.width = report::output_width(out);
+  o.unicode = req.unicode.value_or(report::locale_is_utf8());
+  return o;
+}
+
+void add_simulated(const std::string& simulated, model::Report& report) {
+  if (simulated.empty()) return;
+  report.findings.insert(report.findings.begin(), {model::Severity::kInfo, "demo", simulated});
+  report.json["simulated"] = simulated;
+}
+
+// A run with capture windows and none covering the whole run: the history, then each window's
+// full analysis, newest first (or --window N alone). JSON: the first window shown is the top
+// level (so `diff` and the HTML page read it as a report), `history` and `windows` (each with its
+// own report) beside it.
+ReportStatus report_windows(const ReportRequest& req, const JobInput& input,
+                            const model::JobTrace& job, const RunHistory& run,
+                            const exporter::StepWindow& steps, const std::string& simulated,
+                            ProgressLine& progress, std::FILE* out, std::FILE* err) {
+  const std::size_t count = run.windows.size();
+  if (req.window > count) {
+    model::say(err,
+               fmt::format("--window {}: the run has {} capture window(s)", req.window, count));
+    return ReportStatus::kUsage;
+  }
+  std::vector<std::size_t> chosen;
+  if (req.window > 0) {
+    chosen.push_back(req.window - 1);
+  } else {
+    for (std::size_t i = count; i-- > 0;) chosen.push_back(i);
+  }
+  const auto show = [&progress](const std::string& line) { progress.show(line); };
+  model::Report top;
+  add_simulated(simulated, top);
+  history::add_history(run.history, top);
+  for (const std::string& p : run.problems)
+    top.findings.push_back({model::Severity::kWarning, "collector", "history: " + p});
+  const report::TextOptions options = text_options(req, out);
+  bool warned = warns(top);
+  ReportStatus rc = ReportStatus::kClean;
+  std::string text = report::render_text(top, options);
+  nlohmann::json windows = nlohmann::json::array();
+  for (std::size_t i = 0; i < count; ++i)
+    windows.push_back(history::window_json(run.windows[i], i));
+  model::Report doc;
+  for (std::size_t k = 0; k < chosen.size(); ++k) {
+    const std::size_t wi = chosen[k];
+    progress.show(fmt::format("analysing capture window {} of {}", wi + 1, count));
+    model::JobTrace slice = history::window_job(job, run.windows[wi]);
+    text += fmt::format("\n======== {}{}\n", history::describe_window(run.windows[wi], wi, count),
+                        wi + 1 == count ? " (newest)" : "");
+    if (slice.ranks.empty()) {
+      text += "no rank kept a record of this window\n";
+      continue;
+    }
+    PipelineResult result = analyse(req, input, slice, show, k == 0);
+    add_simulated(simulated, result.report);
+    if (k == 0) {
+      // The page draws the history with the windows marked.
+      result.report.json["history"] = top.json.value("history", nlohmann::json(nullptr));
+      result.report.json["windows"] = windows;
+      write_exports(req, slice, result, steps, simulated, progress, err, rc);
+      result.report.json.erase("history");
+      result.report.json.erase("windows");
+    }
+    warned = warned || warns(result.report);
+    text += report::render_text(result.report, options);
+    windows[wi]["report"] = report::render_json(result.report);
+    if (k == 0) doc = std::move(result.report);
+  }
+  for (const model::Finding& f : top.findings)
+    if (f.source == "history" || f.source == "collector") doc.findings.push_back(f);
+  doc.json["history"] = top.json.value("history", nlohmann::json(nullptr));
+  doc.json["windows"] = std::move(windows);
+  return finish(req, doc, text, warned, rc, out, err);
+}
+
+}  // namespace
+
 ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err) {
   ReportStatus rc = ReportStatus::kClean;
   exporter::StepWindow steps;  // the CLI checks --steps (a usage error); this is the backstop
@@ -98,89 +275,52 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
                  req.steps.c_str());
     return ReportStatus::kError;
   }
-  {
-    ProgressLine progress(err, req.progress);
-    std::optional<AnalysedJob> analysed =
-        analyse_job(req, err, [&progress](const std::string& line) { progress.show(line); });
-    if (!analysed) return ReportStatus::kError;
-    model::JobTrace& job = analysed->job;
-    PipelineResult& result = analysed->result;
-    model::Report& report = result.report;
-    // A demo's run says SIMULATED however it is reported: by `ncclwatch demo`, or later from the
-    // traces it kept, by the job id every trace header records (never by a file beside them).
-    const std::string simulated = !req.simulated.empty() ? req.simulated
-                                  : analysed->kind == InputKind::kNcclwatch
-                                      ? demo::simulated_line_of_job(job.job)
-                                      : std::string();
-    if (!simulated.empty()) {
-      report.findings.insert(report.findings.begin(), {model::Severity::kInfo, "demo", simulated});
-      report.json["simulated"] = simulated;
-    }
-    progress.show("writing the report");
-    if (!req.trace_path.empty()) {
-      progress.show("writing the trace");
-      exporter::ChromeTraceStats stats;
-      std::string error;
-      if (exporter::ChromeTraceWriter::write_file(req.trace_path, job, result.match, result.clock,
-                                                  steps, stats, error, simulated)) {
-        const std::string window =
-            steps.first == 0
-                ? ""
-                : fmt::format(", steps {}-{} of {}", steps.first,
-                              steps.last == 0 ? stats.steps_in_job
-                                              : std::min<uint64_t>(steps.last, stats.steps_in_job),
-                              stats.steps_in_job);
-        report.findings.push_back(
-            {model::Severity::kInfo, "trace",
-             fmt::format("timeline written to {}: {} ranks, {} kernels, {} NCCL calls, {} "
-                         "collectives linked across ranks{} (open in ui.perfetto.dev)",
-                         req.trace_path, job.ranks.size(), stats.kernels, stats.calls, stats.flows,
-                         window)});
-      } else if (steps.first > stats.steps_in_job) {
-        model::say(err, fmt::format("{}; trace not written", error));
-        rc = ReportStatus::kUsage;
-      } else {
-        model::say(err, fmt::format("trace export: {}", error));
-        rc = ReportStatus::kError;
-      }
-    }
-    if (!req.html_path.empty()) {
-      progress.show("writing the HTML report");
-      std::string error;
-      if (exporter::HtmlReport::write_file(req.html_path, report, error)) {
-        report.findings.push_back(
-            {model::Severity::kInfo, "html",
-             fmt::format("report page written to {} (self-contained, opens offline)",
-                         req.html_path)});
-      } else {
-        model::say(err, fmt::format("HTML report: {}", error));
-        rc = ReportStatus::kError;
-      }
-    }
-    if (!req.json_path.empty()) {
-      std::string error;
-      if (!report::write_json(report, req.json_path, error)) {
-        model::say(err, fmt::format("JSON report: {}", error));
-        rc = ReportStatus::kError;
-      }
-    }
-    report::TextOptions text_options;
-    text_options.width = report::output_width(out);
-    text_options.unicode = req.unicode.value_or(report::locale_is_utf8());
-    std::string text = report::render_text(report, text_options);
-    std::fflush(err);
-    const bool written = std::fwrite(text.data(), 1, text.size(), out) == text.size();
-    if (std::fflush(out) != 0 || !written || std::ferror(out) != 0) {
-      std::fprintf(err, "ncclwatch: cannot write the report: %s\n", std::strerror(errno));
-      return ReportStatus::kError;
-    }
-    if (rc == ReportStatus::kClean) {
-      for (const model::Finding& f : report.findings) {
-        if (f.severity >= model::Severity::kWarning) rc = ReportStatus::kFindings;
-      }
-    }
+  ProgressLine progress(err, req.progress);
+  const auto show = [&progress](const std::string& line) { progress.show(line); };
+  model::JobTrace job;
+  const std::optional<JobInput> input = load(req, job, show, err);
+  if (!input) return ReportStatus::kError;
+  if (job.ranks.empty()) {
+    say_no_ranks(req, *input, job, err);
+    return ReportStatus::kError;
   }
-  return rc;
+  // A demo's run says SIMULATED however it is reported: by `ncclwatch demo`, or later from the
+  // traces it kept, by the job id every trace header records (never by a file beside them).
+  const bool ncclwatch_traces = input->kind == InputKind::kNcclwatch;
+  const std::string simulated = !req.simulated.empty() ? req.simulated
+                                : ncclwatch_traces     ? demo::simulated_line_of_job(job.job)
+                                                       : std::string();
+  RunHistory run;
+  if (ncclwatch_traces) {
+    progress.show("reading the step summaries");
+    run = read_run_history(job);
+  }
+  if (!history::one_whole_run(run.windows))
+    return report_windows(req, *input, job, run, steps, simulated, progress, out, err);
+  if (req.window > 1) {
+    model::say(err, fmt::format("--window {}: the run is one whole-run window", req.window));
+    return ReportStatus::kUsage;
+  }
+  PipelineResult result = analyse(req, *input, job, show);
+  model::Report& report = result.report;
+  add_simulated(simulated, report);
+  if (run.history.steps > 0) {
+    // One whole-run window: the report as it always was, a short history after the analyses
+    // (which name late ranks with more evidence: no findings from the history here).
+    history::HistoryReportOptions h;
+    h.findings = false;
+    h.rows = 6;
+    history::add_history(run.history, report, h);
+    std::rotate(report.sections.begin(), report.sections.begin() + 1, report.sections.end());
+    nlohmann::json windows = nlohmann::json::array();
+    for (std::size_t i = 0; i < run.windows.size(); ++i)
+      windows.push_back(history::window_json(run.windows[i], i));
+    report.json["windows"] = std::move(windows);
+  }
+  progress.show("writing the report");
+  write_exports(req, job, result, steps, simulated, progress, err, rc);
+  return finish(req, report, report::render_text(report, text_options(req, out)), warns(report), rc,
+                out, err);
 }
 
 }  // namespace ncclwatch::pipeline

@@ -3,6 +3,7 @@
 // the JSON. Kept here, not in tools/, so that tests reach it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -37,6 +38,9 @@ struct ReportRequest {
   // The pattern finding's sparkline in Unicode blocks (true) or ASCII; unset: Unicode when the
   // locale is UTF-8 (report::locale_is_utf8).
   std::optional<bool> unicode;
+  // --window N: only capture window N (1-based, oldest first) of a run with capture windows;
+  // 0: every window, newest first (docs/always-on.md, "The report of a long run").
+  std::size_t window = 0;
 };
 
 // What report_job returns; the values are the CLI's exit codes (README, "Exit codes").

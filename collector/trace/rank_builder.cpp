@@ -272,7 +272,7 @@ void RankBuilder::add_one(const format::Record& r) {
       trace_.sched.push_back({r.sched.t_ns, r.prefix.tid, r.sched.on_cpu_ns, r.sched.wait_ns});
       break;
     case RecordKind::kStep:
-      trace_.steps.push_back(r.step);
+      if (keep_steps_ || whole_run_) trace_.steps.push_back(r.step);
       break;
     case RecordKind::kWindow:
       add_window(r.window);
@@ -286,6 +286,7 @@ void RankBuilder::add_one(const format::Record& r) {
 // Open and close records of one window share its id; a close without its open (the open record
 // evicted, or dropped) still gives the whole window.
 void RankBuilder::add_window(const format::WindowRecord& w) {
+  if (w.prefix.u8a == static_cast<uint8_t>(format::WindowTrigger::kWholeRun)) whole_run_ = true;
   const bool close = w.prefix.u8b == static_cast<uint8_t>(format::WindowEvent::kClose);
   model::WindowMark* mark = nullptr;
   for (auto it = trace_.windows.rbegin(); it != trace_.windows.rend(); ++it) {

@@ -30,6 +30,8 @@ class RankBuilder {
   RankBuilder(const format::TraceHeader& header, std::string source);
 
   void reserve(const KindCounts& counts);
+  // Whether StepRecords go into RankTrace::steps (rank_loader.h says when they do anyway).
+  void keep_steps(bool keep) { keep_steps_ = keep; }
   void add(std::span<const format::Record> records);
   // Sorts, resolves names, picks the timing source and wall offset; appends problem lines.
   model::RankTrace finish(std::vector<model::InputProblem>& problems);
@@ -53,6 +55,8 @@ class RankBuilder {
   void add_window(const format::WindowRecord& w);
 
   model::RankTrace trace_;
+  bool keep_steps_ = false;
+  bool whole_run_ = false;  // a whole-run window opened (its first record): steps are kept
   format::TraceHeader header_;
   SeqUnwrapper seqs_;
   StringTable strings_;

@@ -7,7 +7,8 @@
 
 namespace ncclwatch::trace {
 
-model::RankTrace load_rank(const std::string& path, std::vector<model::InputProblem>& problems) {
+model::RankTrace load_rank(const std::string& path, std::vector<model::InputProblem>& problems,
+                           bool keep_steps) {
   TraceFileReader reader;
   if (!reader.open(path)) {
     problems.push_back({path, reader.error()});
@@ -24,6 +25,7 @@ model::RankTrace load_rank(const std::string& path, std::vector<model::InputProb
   reader.rewind();
 
   RankBuilder builder(reader.header(), path);
+  builder.keep_steps(keep_steps);
   builder.reserve(counts);
   for (auto chunk = reader.next(); !chunk.empty(); chunk = reader.next()) builder.add(chunk);
 

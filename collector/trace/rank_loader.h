@@ -12,7 +12,12 @@ namespace ncclwatch::trace {
 
 // Loads `path`. A file whose header is unusable (foreign, wrong version, ...) yields a RankTrace
 // with info.records == 0 and info.complete == false, plus a problem line saying why.
-model::RankTrace load_rank(const std::string& path, std::vector<model::InputProblem>& problems);
+// Step summaries (StepRecord) are checked and counted but kept in RankTrace::steps only with
+// `keep_steps` or after a whole-run window opened (NCCLWATCH_DETAIL=all: full detail outweighs
+// them, and the report takes the history from memory); otherwise the report streams them from
+// the file (collector/history): a long run's summaries would outweigh its windows' detail.
+model::RankTrace load_rank(const std::string& path, std::vector<model::InputProblem>& problems,
+                           bool keep_steps = false);
 
 // The parts of one process's trace (format.h, ProcessInfo::part; NCCLWATCH_MAX_MB), in part
 // order, as one rank: the records of every part in turn; identity, state and counts from the

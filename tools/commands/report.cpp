@@ -1,8 +1,8 @@
 // `ncclwatch report DIR|KINETO... [--job ID] [--json FILE] [--html FILE] [--trace FILE
-// [--steps A:B]] [--kineto FILE...] [--nccl-log FILE...]`: the report of a finished (or salvaged)
-// job from its trace directory, or from PyTorch-profiler traces or Nsight Systems exports (told
-// apart by content; Kineto forced with --kineto); --trace also writes the merged timeline
-// (collector/export).
+// [--steps A:B]] [--window N] [--kineto FILE...] [--nccl-log FILE...]`: the report of a finished
+// (or salvaged) job from its trace directory, or from PyTorch-profiler traces or Nsight Systems
+// exports (told apart by content; Kineto forced with --kineto); --trace also writes the merged
+// timeline (collector/export).
 #include <memory>
 
 #include "command.h"
@@ -42,6 +42,10 @@ ncclwatch::tools::Command report_command{
                       "A .gz Kineto trace may inflate to at most N times its size (at least "
                       "256 MiB; 0: no bound) -- a gzip bomb is refused as an input problem")
           ->capture_default_str();
+      sub->add_option("--window", req->window,
+                      "A run with capture windows: report only window N (1 = the oldest; "
+                      "default: the history, then every window, newest first)")
+          ->check(CLI::PositiveNumber);
       sub->add_flag("!--no-progress", req->progress, "No progress lines on stderr");
       sub->callback([req, &exit_code] {
         if (req->inputs.empty() && req->kineto.empty()) {

@@ -301,7 +301,7 @@ TEST(LoadRank, StepSummariesAndWindows) {
   rs.push_back(make_window(format::WindowEvent::kClose, 0, format::WindowTrigger::kWholeRun, 100,
                            20000, 0, 3));
   std::vector<model::InputProblem> problems;
-  const auto t = load_rank(write_rank(dir.path(), "j", "h", 1, 0, 1, rs), problems);
+  const auto t = load_rank(write_rank(dir.path(), "j", "h", 1, 0, 1, rs), problems, true);
   EXPECT_TRUE(problems.empty()) << all_lines(problems);
   ASSERT_EQ(t.steps.size(), 2u);
   EXPECT_EQ(t.steps[0].step, 0u);
@@ -331,7 +331,7 @@ TEST(LoadRank, InvalidStepsAndWindowsAreSkipped) {
   rs.push_back(make_step(3, 1000, 5, 1, 0, 0, format::kStepUnknownUs, format::kStepUnknownUs,
                          format::kStepUnknownUs));  // valid: host-only
   std::vector<model::InputProblem> problems;
-  const auto t = load_rank(write_rank(dir.path(), "j", "h", 1, 0, 1, rs), problems);
+  const auto t = load_rank(write_rank(dir.path(), "j", "h", 1, 0, 1, rs), problems, true);
   EXPECT_EQ(t.steps.size(), 1u);
   EXPECT_TRUE(t.windows.empty());
   EXPECT_EQ(t.info.skipped, 5u);

@@ -69,7 +69,7 @@ JobRun run_job(const std::string& program, const std::vector<std::string>& args,
       std::string name = e->d_name;
       if (name.size() > 6 && name.substr(name.size() - 6) == ".trace") {
         std::vector<ncclwatch::model::InputProblem> problems;
-        run.ranks.push_back(ncclwatch::trace::load_rank(dir + "/" + name, problems));
+        run.ranks.push_back(ncclwatch::trace::load_rank(dir + "/" + name, problems, true));
         for (const auto& p : problems) ADD_FAILURE() << p.source << ": " << p.message;
         ncclwatch::timeline::link_calls_to_gpu(run.ranks.back());
       }

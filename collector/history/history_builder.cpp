@@ -1,0 +1,89 @@
+// build_history (history.h): every rank's summaries joined by step number, one step at a time,
+// into the PeriodFolder; then what the periods show (history_findings.h).
+#include <algorithm>
+#include <map>
+
+#include "history/history.h"
+#include "history/history_findings.h"
+#include "history/period_folder.h"
+#include "history/step_stream.h"
+
+namespace ncclwatch::history {
+
+History build_history(std::vector<RankSource> ranks,
+                      std::vector<std::unique_ptr<StepSource>>& sources,
+                      const HistoryOptions& options) {
+  History h;
+  h.ranks = std::move(ranks);
+  const std::size_t n = std::min(h.ranks.size(), sources.size());
+  h.ranks.resize(n);
+  std::map<std::string, std::size_t> hosts;
+  std::vector<std::size_t> host_of;
+  std::vector<int64_t> offsets;
+  for (const RankSource& r : h.ranks) {
+    host_of.push_back(hosts.emplace(r.host, hosts.size()).first->second);
+    offsets.push_back(r.wall_offset_ns);
+  }
+  PeriodFolder folder(std::move(host_of), std::move(offsets), options.max_periods);
+
+  std::vector<format::StepRecord> head(n), taken(n);
+  std::vector<bool> live(n, false);
+  for (std::size_t r = 0; r < n; ++r) live[r] = sources[r]->next(head[r]);
+  std::vector<const format::StepRecord*> cur(n, nullptr);
+  for (;;) {
+    uint64_t step = UINT64_MAX;
+    for (std::size_t r = 0; r < n; ++r)
+      if (live[r]) step = std::min<uint64_t>(step, head[r].step);
+    if (step == UINT64_MAX) break;
+    for (std::size_t r = 0; r < n; ++r) {
+      cur[r] = nullptr;
+      if (!live[r] || head[r].step != step) continue;
+      taken[r] = head[r];
+      cur[r] = &taken[r];
+      // A step number this rank passed already (summarized twice, or its numbering went back)
+      // cannot join its peers any more: skipped and counted.
+      bool more = sources[r]->next(head[r]);
+      while (more && head[r].step <= step) {
+        ++h.out_of_order;
+        more = sources[r]->next(head[r]);
+      }
+      live[r] = more;
+      if (h.steps == 0) {
+        h.source = static_cast<format::StepSource>(taken[r].prefix.u8a);
+      }
+      if (h.timing == format::StepTiming::kNone)
+        h.timing = static_cast<format::StepTiming>(taken[r].prefix.u8b);
+    }
+    if (h.steps == 0) h.first_step = step;
+    h.last_step = step;
+    ++h.steps;
+    folder.add(step, cur);
+  }
+  h.periods = folder.finish();
+  h.clocks_from_sync = folder.clocks_from_sync();
+  if (!h.periods.empty()) {
+    h.start_wall_ns = h.periods.front().start_wall_ns;
+    h.end_wall_ns = h.periods.back().end_wall_ns;
+  }
+  h.regressions = find_regressions(h.periods);
+  h.slow_ranks = find_slow_ranks(h.periods, h.timing);
+  link_regressions(h);
+  return h;
+}
+
+History build_history(std::vector<RankSource> ranks, std::vector<std::string>& problems,
+                      const HistoryOptions& options) {
+  std::vector<std::unique_ptr<StepSource>> sources;
+  std::vector<StepStream*> streams;
+  for (const RankSource& r : ranks) {
+    auto s = std::make_unique<StepStream>(r.parts);
+    streams.push_back(s.get());
+    sources.push_back(std::move(s));
+  }
+  History h = build_history(std::move(ranks), sources, options);
+  for (const StepStream* s : streams)
+    problems.insert(problems.end(), s->problems().begin(), s->problems().end());
+  return h;
+}
+
+}  // namespace ncclwatch::history
