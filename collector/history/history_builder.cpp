@@ -1,5 +1,7 @@
 // build_history (history.h): every rank's summaries joined by step number, one step at a time,
 // into the PeriodFolder; then what the periods show (history_findings.h).
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <map>
 
@@ -71,8 +73,22 @@ History build_history(std::vector<RankSource> ranks,
   return h;
 }
 
+namespace {
+
+// One trace file stays open per rank while the ranks are read together: a job of thousands of
+// ranks needs more descriptors than the usual soft limit (1024); the hard limit allows it.
+void allow_open_files(std::size_t n) {
+  rlimit l{};
+  if (getrlimit(RLIMIT_NOFILE, &l) != 0 || l.rlim_cur == RLIM_INFINITY || l.rlim_cur >= n) return;
+  l.rlim_cur = l.rlim_max == RLIM_INFINITY ? n : std::min<rlim_t>(n, l.rlim_max);
+  setrlimit(RLIMIT_NOFILE, &l);
+}
+
+}  // namespace
+
 History build_history(std::vector<RankSource> ranks, std::vector<std::string>& problems,
                       const HistoryOptions& options) {
+  allow_open_files(ranks.size() + 256);
   std::vector<std::unique_ptr<StepSource>> sources;
   std::vector<StepStream*> streams;
   for (const RankSource& r : ranks) {

@@ -1,6 +1,7 @@
 // One rank's step summaries read from its trace files (parts, oldest first) with a small buffer:
 // the history holds one of these per rank at a time. Summaries that fail validation
-// (trace/record_check.h) are skipped and counted; an unreadable file is one problem line.
+// (trace/record_check.h) are skipped and counted; an unreadable file is one problem line. One
+// file is open per stream at a time (build_history raises the soft descriptor limit to fit).
 #pragma once
 
 #include <cstdint>

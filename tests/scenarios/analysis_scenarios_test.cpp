@@ -103,6 +103,14 @@ TEST(Scenario, SlowGpuRank) {
   EXPECT_NEAR(num(s, "lateness_when_last_us"), 27'500, 4125) << s.dump();
   EXPECT_NE(s["evidence"].get<std::string>().find("compute 150.0 ms/step"), std::string::npos)
       << s.dump();
+  // The run's history (the shim's step summaries, docs/always-on.md) names the same rank, cause
+  // and no other.
+  const json& late = r.report["history"]["late_ranks"];
+  ASSERT_FALSE(late.empty()) << r.report["history"].dump(1);
+  for (const json& l : late) {
+    EXPECT_EQ(l["rank"], 2) << l.dump();
+    EXPECT_EQ(l["cause"], "gpu-slow") << l.dump();
+  }
 }
 
 TEST(Scenario, HostStalledRank) {
