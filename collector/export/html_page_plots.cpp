@@ -90,18 +90,22 @@ function waits() {
 function history() {
   const c = document.getElementById("hist"), H = D.history, P = H.periods, n = P.length;
   if (!n) { mark("hist", 0); document.getElementById("hist-note").textContent = "no step summaries in these traces (layout version 5 writes them)"; return empty(c, "no history"); }
-  const tEnd = Math.max(P[n - 1].t, ...H.windows.map(w => w.to === null ? P[n - 1].t : w.to), P[0].t + 0.01);
-  const maxMs = Math.max(...P.map(p => p.step || 0)) * 1.1 || 1;
-  const f = frame(c, {x0: P[0].t, x1: tEnd, y0: 0, y1: maxMs, xlabel: "minutes since the run's start", ylabel: "ms per step"});
+  const tEnd = Math.max(P[n - 1].t_end, P[0].t + 0.01);
+  const maxMs = Math.max(...P.map(p => p.step || 0)) * 1.1 || 1, secs = tEnd - P[0].t < 2;  // minutes
+  const f = frame(c, {x0: P[0].t, x1: tEnd, y0: 0, y1: maxMs, xdiv: secs ? 1 / 60 : 1, ylabel: "ms per step",
+                      xlabel: (secs ? "seconds" : "minutes") + " since the run's start"});
   for (const w of H.windows) {
-    const a = f.X(Math.max(w.from, P[0].t)), b = f.X(w.to === null ? tEnd : w.to);
+    const a = f.X(Math.max(w.from, P[0].t)), b = f.X(Math.min(w.to === null ? tEnd : w.to, tEnd));
     f.ctx.fillStyle = "rgba(70,110,200,0.15)"; f.ctx.fillRect(a, f.T, Math.max(2, b - a), f.B - f.T);
     f.ctx.fillStyle = "#335"; f.ctx.fillText(w.index + " " + w.trigger, a + 2, f.T + 10);
   }
   const series = [["step", "#222"], ["compute", colors[0]], ["exposed", colors[1]], ["wait", colors[2]], ["idle", colors[3]]];
   for (const [k, col] of series) {
     f.ctx.strokeStyle = col; f.ctx.lineWidth = k === "step" ? 2 : 1; f.ctx.beginPath(); let on = false;
-    for (const p of P) { if (p[k] === null) { on = false; continue; } const x = f.X(p.t), y = f.Y(p[k]); on ? f.ctx.lineTo(x, y) : f.ctx.moveTo(x, y); on = true; }
+    for (const p of P) {  // each period a level from its start to its end
+      if (p[k] === null) { on = false; continue; }
+      const y = f.Y(p[k]); on ? f.ctx.lineTo(f.X(p.t), y) : f.ctx.moveTo(f.X(p.t), y); f.ctx.lineTo(f.X(p.t_end), y); on = true;
+    }
     f.ctx.stroke();
   }
   f.ctx.lineWidth = 1;

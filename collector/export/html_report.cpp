@@ -263,6 +263,7 @@ json history_plot(const json& j) {
   for (const json& p : (*h)["periods"]) {
     if (!p.is_object()) continue;
     out["periods"].push_back({{"t", minutes(num(p, "start_realtime_ns"))},
+                              {"t_end", minutes(num(p, "end_realtime_ns"))},
                               {"first_step", p.value("first_step", 0)},
                               {"step", figure(p, "step_ms")},
                               {"compute", figure(p, "compute_ms")},

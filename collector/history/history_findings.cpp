@@ -142,6 +142,12 @@ std::vector<SlowRank> find_slow_ranks(const std::vector<Period>& ps, format::Ste
         n += w;
         ++j;
       }
+      uint64_t steps = 0;
+      for (std::size_t k = i; k < j; ++k) steps += ps[k].ranks[r].late_steps;
+      if (steps < kMinSlowSteps) {
+        i = j;
+        continue;
+      }
       SlowRank s;
       s.rank = r;
       s.first_period = i;

@@ -61,6 +61,7 @@ PeriodFolder::PeriodFolder(std::vector<std::size_t> host_of, std::vector<int64_t
   host_offset_known_.assign(hosts, false);
   per_host_.resize(hosts);
   arrive_.resize(host_of_.size());
+  exposed_.resize(host_of_.size());
 }
 
 PeriodFolder::Sums& PeriodFolder::bucket_for(uint64_t number) {
@@ -164,35 +165,53 @@ void PeriodFolder::add(uint64_t number, const std::vector<const format::StepReco
   }
 }
 
-// Lateness at the step's first collective (arrival minus the median arrival) and the waiting it
-// causes (the last arrival minus one's own, at most one's exposed communication, which then
-// counts as waiting, not as communication). true: the step's exposed communication is added here
-// (with the waiting taken out).
+// Lateness at the step's first collective, in ms against the median rank: the host's arrival
+// (its entry into the collective) and, with GPU figures, what its peers waited for it on the GPU
+// -- the median rank's exposed communication minus its own, since a rank the others wait for
+// waits least (a host that runs ahead of its GPU enters early and is late on the GPU only). The
+// later of the two counts. Then the waiting each rank did (the latest rank's lateness minus its
+// own, at most its exposed communication, which then counts as waiting, not as communication).
+// true: the step's exposed communication is added here (with the waiting taken out).
 bool PeriodFolder::add_lateness(const std::vector<const format::StepRecord*>& steps, Sums& s) {
   scratch_.clear();
-  double last = -INFINITY;
+  scratch2_.clear();
   for (std::size_t r = 0; r < steps.size(); ++r) {
     arrive_[r] = NAN;
-    if (steps[r] == nullptr || steps[r]->arrive_ns == 0) continue;
+    exposed_[r] = -1;
+    if (steps[r] == nullptr) continue;
+    exposed_[r] = ms_of_us(steps[r]->exposed_us);
+    if (exposed_[r] >= 0) scratch2_.push_back(exposed_[r]);
+    if (steps[r]->arrive_ns == 0) continue;
     arrive_[r] = static_cast<double>(steps[r]->arrive_ns) + static_cast<double>(wall_offset_[r]) -
                  host_offset_[host_of_[r]];
     scratch_.push_back(arrive_[r]);
-    last = std::max(last, arrive_[r]);
   }
-  if (scratch_.size() < 2) return false;
-  const double mid = median_of(scratch_);
+  const bool by_host = scratch_.size() >= 2, by_gpu = scratch2_.size() >= 2;
+  if (!by_host && !by_gpu) return false;
+  const double mid_arrive = by_host ? median_of(scratch_) : 0.0;
+  const double mid_exposed = by_gpu ? median_of(scratch2_) : 0.0;
+  double latest = -INFINITY;
+  for (std::size_t r = 0; r < steps.size(); ++r) {
+    double late = NAN;
+    if (by_host && !std::isnan(arrive_[r])) late = (arrive_[r] - mid_arrive) / 1e6;
+    if (by_gpu && exposed_[r] >= 0)
+      late =
+          std::isnan(late) ? mid_exposed - exposed_[r] : std::max(late, mid_exposed - exposed_[r]);
+    arrive_[r] = late;  // from here on: the lateness
+    if (std::isnan(late)) continue;
+    latest = std::max(latest, late);
+    RankSums& rs = s.ranks[r];
+    rs.late += late;
+    ++rs.n_late;
+  }
   scratch_.clear();   // waits
   scratch2_.clear();  // exposed communication with the waiting taken out
   for (std::size_t r = 0; r < steps.size(); ++r) {
     if (std::isnan(arrive_[r])) continue;
-    RankSums& rs = s.ranks[r];
-    rs.late += (arrive_[r] - mid) / 1e6;
-    ++rs.n_late;
-    double wait = (last - arrive_[r]) / 1e6;
-    const double exposed = ms_of_us(steps[r]->exposed_us);
-    if (exposed >= 0) {
-      wait = std::min(wait, exposed);
-      scratch2_.push_back(exposed - wait);
+    double wait = latest - arrive_[r];
+    if (exposed_[r] >= 0) {
+      wait = std::min(wait, exposed_[r]);
+      scratch2_.push_back(exposed_[r] - wait);
     }
     scratch_.push_back(wait);
   }

@@ -2,7 +2,9 @@
 // into sums per period that merge pairwise when the periods reach max_periods, so the periods
 // always cover the whole run seen so far with between max/2 and max of them. Lateness needs the
 // peers: a rank's arrival at the step's first collective against the median arrival, on clocks
-// aligned per host by that collective's GPU end (sync_ns, a moment every rank shares).
+// aligned per host by that collective's GPU end (sync_ns, a moment every rank shares), or, when
+// later, how much less exposed communication it had than the median rank (its peers waited for
+// it on the GPU while its host had run ahead).
 #pragma once
 
 #include <cstddef>
@@ -59,7 +61,7 @@ class PeriodFolder {
   bool clocks_from_sync_ = false;
   std::vector<double> scratch_, scratch2_, parts_[3];
   std::vector<std::vector<double>> per_host_;
-  std::vector<double> arrive_;
+  std::vector<double> arrive_, exposed_;
 };
 
 }  // namespace ncclwatch::history

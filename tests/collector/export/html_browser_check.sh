@@ -8,7 +8,8 @@
 #     comm names, hence the finding texts) holds `<!--<script>`, `</script>`, U+2028, ...
 #     (html_page_fixture hostile): the strings must stay data, shown as text.
 # Each page must load with no console message and no script error (<body data-status="ok">),
-# every plot must have data (data-plots = 9), and what each plot drew must be right
+# every plot must have data (data-plots = 10: the run's history from the shim's step summaries
+# and 9 more; the hostile fixture, a report without history, 9), and what each plot drew must be right
 # (html_page_check.py: axes with units, no partial last step, numbers for people, and the shape
 # the scenario's verdict names in the curve, the per-rank rows and the swimlane). A screenshot
 # of each page is taken: docs/html-<scenario>.png are these (copied by hand). The checkpoint
@@ -26,10 +27,10 @@ checker="$(dirname "$0")/html_page_check.py"
 rm -rf "$work" && mkdir -p "$work"
 failed=0
 
-# check_page NAME SHAPE: $work/NAME.html loads, draws every plot as html_page_check.py SHAPE
-# expects, logs nothing; leaves NAME.dom.html and NAME.png.
+# check_page NAME SHAPE [PLOTS]: $work/NAME.html loads, draws PLOTS plots (10) as
+# html_page_check.py SHAPE expects, logs nothing; leaves NAME.dom.html and NAME.png.
 check_page() {
-  local name=$1 shape=$2 page="$work/$1.html"
+  local name=$1 shape=$2 page="$work/$1.html" want=${3:-10}
   if grep -qE 'src="http|href="http|@import' "$page"; then
     echo "FAIL [$name]: the page refers to the network"; return 1
   fi
@@ -48,7 +49,7 @@ check_page() {
   if [ "$status" != 'data-status="ok"' ]; then
     echo "FAIL [$name]: the page did not finish: ${status:-no data-status}"; return 1
   fi
-  if [ "$plots" != 'data-plots="9"' ]; then
+  if [ "$plots" != "data-plots=\"$want\"" ]; then
     echo "FAIL [$name]: not every plot has data: $plots"; return 1
   fi
   if grep -q 'CONSOLE' "$work/$name.browser.log"; then
@@ -91,7 +92,7 @@ job flat-low 60 --layers 50 --fwd-us 1000 --bwd-us 1000 --opt-us 20 --bucket-mb 
 job straggler 12 "${workload[@]}" --stall 1:30 && check_page straggler straggler || failed=1
 
 if "$fixture" hostile "$work/hostile.html" "$work/hostile.json"; then
-  if check_page hostile any; then
+  if check_page hostile any 9; then
     # The names are on the page as text: the title and a finding show the hostile strings.
     dom="$work/hostile.dom.html"
     if ! grep -qF 'job&lt;!--&lt;script&gt;x&lt;/script&gt;' "$dom"; then
