@@ -293,7 +293,7 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
   RunHistory run;
   if (ncclwatch_traces) {
     progress.show("reading the step summaries");
-    run = read_run_history(job);
+    run = read_run_history(job, input->paths[0]);
   }
   if (!history::one_whole_run(run.windows))
     return report_windows(req, *input, job, run, steps, simulated, progress, out, err);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <memory>
 
+#include "trace/job_loader.h"
+
 namespace ncclwatch::pipeline {
 
 namespace {
@@ -29,20 +31,32 @@ bool whole_run_window(const model::RankTrace& r) {
          });
 }
 
+// The trace files of the rank loaded from `source` (its parts, NCCLWATCH_MAX_MB), as the loader
+// chose them.
+std::vector<std::string> parts_of(const trace::JobIndex& index, const std::string& source) {
+  for (const trace::TraceFileEntry& e : index.files) {
+    if (std::find(e.parts.begin(), e.parts.end(), source) != e.parts.end()) return e.parts;
+  }
+  return source.empty() ? std::vector<std::string>{} : std::vector<std::string>{source};
+}
+
 }  // namespace
 
-RunHistory read_run_history(const model::JobTrace& job) {
+RunHistory read_run_history(const model::JobTrace& job, const std::string& dir) {
   RunHistory run;
   run.windows = history::join_windows(job);
   // Layout versions 1-4 have no window and no summary: nothing to read.
   if (run.windows.empty()) return run;
+  trace::JobLoadOptions options;
+  options.job = job.job;
+  const trace::JobIndex index = trace::index_job(dir, options);
   std::vector<history::RankSource> sources;
   for (const model::RankTrace& r : job.ranks) {
     history::RankSource s;
     s.rank = r.info.rank;
     s.host = r.info.host;
     s.wall_offset_ns = r.info.wall_offset_ns;
-    if (!r.info.source.empty()) s.parts.push_back(r.info.source);
+    s.parts = parts_of(index, r.info.source);
     sources.push_back(std::move(s));
   }
   if (std::all_of(job.ranks.begin(), job.ranks.end(), whole_run_window)) {

@@ -21,6 +21,7 @@ struct RunHistory {
   std::vector<std::string> problems;            // files whose summaries could not be read
 };
 
-RunHistory read_run_history(const model::JobTrace& job);
+// `dir`: the trace directory `job` was loaded from (its ranks' trace parts are found again there).
+RunHistory read_run_history(const model::JobTrace& job, const std::string& dir);
 
 }  // namespace ncclwatch::pipeline
