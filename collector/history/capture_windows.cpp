@@ -77,7 +77,7 @@ void trim_edges(model::JobTrace& job, bool trim_end) {
   for (const model::RankTrace& r : job.ranks) {
     std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> own;
     for (const model::CallEvent& c : r.calls) {
-      if (!format::is_collective(c.func)) continue;
+      if (!format::is_collective(c.func) || (c.flags & model::kCallNeverReturned) != 0) continue;
       auto [it, fresh] = own.try_emplace(c.comm_id, c.seq, c.seq);
       if (!fresh) {
         it->second.first = std::min(it->second.first, c.seq);
@@ -92,7 +92,8 @@ void trim_edges(model::JobTrace& job, bool trim_end) {
   }
   for (model::RankTrace& r : job.ranks) {
     std::erase_if(r.calls, [&](const model::CallEvent& c) {
-      if (!format::is_collective(c.func)) return false;
+      if (!format::is_collective(c.func) || (c.flags & model::kCallNeverReturned) != 0)
+        return false;
       const Range& g = common[c.comm_id];
       return c.seq < g.lo || c.seq > g.hi;
     });
@@ -101,7 +102,7 @@ void trim_edges(model::JobTrace& job, bool trim_end) {
 
 }  // namespace
 
-model::JobTrace window_job(const model::JobTrace& job, const CaptureWindow& w) {
+model::JobTrace window_job(const model::JobTrace& job, const CaptureWindow& w, bool end_evidence) {
   model::JobTrace out;
   out.job = job.job;
   out.problems = job.problems;
@@ -110,14 +111,20 @@ model::JobTrace window_job(const model::JobTrace& job, const CaptureWindow& w) {
     if (s.rank >= job.ranks.size()) continue;
     model::RankTrace r = job.ranks[s.rank];
     const int64_t a = s.start_ns, b = s.end_ns;
-    keep_inside(r.calls, a, b, [](const model::CallEvent& c) { return c.enter_ns; });
+    // The calls never returned from are always-tier evidence (in-flight records): with
+    // end_evidence they stay, wherever they are.
+    std::erase_if(r.calls, [&](const model::CallEvent& c) {
+      if (end_evidence && (c.flags & model::kCallNeverReturned) != 0) return false;
+      return c.enter_ns < a || c.enter_ns >= b;
+    });
     keep_inside(r.kernels, a, b, [](const model::KernelEvent& k) { return k.start_ns; });
     keep_inside(r.launches, a, b, [](const model::LaunchEvent& l) { return l.enter_ns; });
     keep_inside(r.ranges, a, b, [](const model::RangeEvent& g) { return g.start_ns; });
     keep_inside(r.links, a, b, [](const format::KernelLinkRecord& l) { return l.t_ns; });
     keep_inside(r.coll_gpu, a, b, [](const format::CollGpuRecord& g) { return g.start_ns; });
     keep_inside(r.sched, a, b, [](const model::SchedSample& x) { return x.t_ns; });
-    keep_inside(r.never_returned, a, b, [](const model::HookedCall& c) { return c.enter_ns; });
+    if (!end_evidence)
+      keep_inside(r.never_returned, a, b, [](const model::HookedCall& c) { return c.enter_ns; });
     std::erase_if(r.windows, [&](const model::WindowMark& m) { return m.id != w.id; });
     out.ranks.push_back(std::move(r));
   }
@@ -141,7 +148,6 @@ std::string describe_window(const CaptureWindow& w, std::size_t index, std::size
   text += fmt::format(", {}-{} UTC, {} rank(s)", wall_text(w.start_wall_ns, false),
                       w.end_wall_ns > 0 ? wall_text(w.end_wall_ns, false) : "(not closed)",
                       w.spans.size());
-  if (!w.text.empty()) text += " -- " + w.text;
   return text;
 }
 

@@ -44,11 +44,14 @@ bool one_whole_run(const std::vector<CaptureWindow>& windows);
 // CUDA-event intervals, scheduling samples and calls never returned from inside its span; the
 // collectives only some ranks captured at the window's edges (it opens and closes at slightly
 // different moments on each rank) left out -- at its end only when every rank closed it (a hang
-// window keeps what each rank was last doing).
-model::JobTrace window_job(const model::JobTrace& job, const CaptureWindow& w);
+// window keeps what each rank was last doing). `end_evidence` (the newest window): the calls
+// never returned from (always-tier in-flight records: a hang) are kept wherever they are, so a
+// hang after the last window is still the report's first line.
+model::JobTrace window_job(const model::JobTrace& job, const CaptureWindow& w,
+                           bool end_evidence = false);
 
-// "window 3 of 10, on-demand: steps 1200-1219, 03:12:05-03:12:07 UTC, 8 ranks" plus the trigger's
-// text when there is one.
+// "window 3 of 10, on-demand: steps 1200-1219, 03:12:05-03:12:07 UTC, 8 rank(s)" (the trigger's
+// text, CaptureWindow::text, goes on a line of its own).
 std::string describe_window(const CaptureWindow& w, std::size_t index, std::size_t count);
 
 // The JSON of a window (docs/report-schema.md, `windows`), without its report.

@@ -200,9 +200,11 @@ void add_simulated(const std::string& simulated, model::Report& report) {
 }
 
 // A run with capture windows and none covering the whole run: the history, then each window's
-// full analysis, newest first (or --window N alone). JSON: the first window shown is the top
-// level (so `diff` and the HTML page read it as a report), `history` and `windows` (each with its
-// own report) beside it.
+// full analysis, newest first (or --window N alone). The first window shown and the history are
+// one report (their findings together, critical first: a hang stays the first line; the section
+// "History" first); the other windows follow, each under its own header. JSON: that report at the
+// top level (so `diff` and the HTML page read it as a report), `history` and `windows` (each
+// analysed window with its own report) beside it.
 ReportStatus report_windows(const ReportRequest& req, const JobInput& input,
                             const model::JobTrace& job, const RunHistory& run,
                             const exporter::StepWindow& steps, const std::string& simulated,
@@ -220,49 +222,51 @@ ReportStatus report_windows(const ReportRequest& req, const JobInput& input,
     for (std::size_t i = count; i-- > 0;) chosen.push_back(i);
   }
   const auto show = [&progress](const std::string& line) { progress.show(line); };
-  model::Report top;
-  add_simulated(simulated, top);
-  history::add_history(run.history, top);
-  for (const std::string& p : run.problems)
-    top.findings.push_back({model::Severity::kWarning, "collector", "history: " + p});
   const report::TextOptions options = text_options(req, out);
-  bool warned = warns(top);
-  ReportStatus rc = ReportStatus::kClean;
-  std::string text = report::render_text(top, options);
   nlohmann::json windows = nlohmann::json::array();
   for (std::size_t i = 0; i < count; ++i)
     windows.push_back(history::window_json(run.windows[i], i));
+  ReportStatus rc = ReportStatus::kClean;
+  bool warned = false;
+  std::string text, rest;
   model::Report doc;
   for (std::size_t k = 0; k < chosen.size(); ++k) {
     const std::size_t wi = chosen[k];
+    const history::CaptureWindow& w = run.windows[wi];
+    const std::string title = history::describe_window(w, wi, count) +
+                              (wi + 1 == count ? " (newest)" : "") +
+                              (w.text.empty() ? std::string() : "\ntriggered by: " + w.text);
     progress.show(fmt::format("analysing capture window {} of {}", wi + 1, count));
-    model::JobTrace slice = history::window_job(job, run.windows[wi]);
-    text += fmt::format("\n======== {}{}\n", history::describe_window(run.windows[wi], wi, count),
-                        wi + 1 == count ? " (newest)" : "");
-    if (slice.ranks.empty()) {
-      text += "no rank kept a record of this window\n";
+    model::JobTrace slice = history::window_job(job, w, wi + 1 == count);
+    PipelineResult result;
+    if (!slice.ranks.empty()) result = analyse(req, input, slice, show, k == 0);
+    model::Report& report = result.report;
+    if (slice.ranks.empty())
+      report.sections.push_back({"Window", "no rank kept a record of this window\n"});
+    add_simulated(simulated, report);
+    windows[wi]["report"] = report::render_json(report);
+    warned = warned || warns(report);
+    if (k > 0) {
+      rest += fmt::format("\n======== {}\n", title) + report::render_text(report, options);
       continue;
     }
-    PipelineResult result = analyse(req, input, slice, show, k == 0);
-    add_simulated(simulated, result.report);
-    if (k == 0) {
-      // The page draws the history with the windows marked.
-      result.report.json["history"] = top.json.value("history", nlohmann::json(nullptr));
-      result.report.json["windows"] = windows;
-      write_exports(req, slice, result, steps, simulated, progress, err, rc);
-      result.report.json.erase("history");
-      result.report.json.erase("windows");
-    }
-    warned = warned || warns(result.report);
-    text += report::render_text(result.report, options);
-    windows[wi]["report"] = report::render_json(result.report);
-    if (k == 0) doc = std::move(result.report);
+    report.sections.insert(report.sections.begin(),
+                           {"Window", title + "\n(the findings above and the sections below are "
+                                              "this window's and the history's; other windows "
+                                              "follow)\n"});
+    history::add_history(run.history, report);
+    for (const std::string& p : run.problems)
+      report.findings.push_back({model::Severity::kWarning, "collector", "history: " + p});
+    warned = warned || warns(report);
+    // The page draws the history with the windows marked.
+    report.json["history"] = history::history_json(run.history);
+    report.json["windows"] = windows;
+    write_exports(req, slice, result, steps, simulated, progress, err, rc);
+    text = report::render_text(report, options);
+    doc = std::move(report);
   }
-  for (const model::Finding& f : top.findings)
-    if (f.source == "history" || f.source == "collector") doc.findings.push_back(f);
-  doc.json["history"] = top.json.value("history", nlohmann::json(nullptr));
   doc.json["windows"] = std::move(windows);
-  return finish(req, doc, text, warned, rc, out, err);
+  return finish(req, doc, text + rest, warned, rc, out, err);
 }
 
 }  // namespace

@@ -281,7 +281,7 @@ model::JobTrace load_job(const std::string& dir, const JobLoadOptions& options) 
   parallel_for(
       n, worker_count(options.threads),
       [&](std::size_t i) {
-        ranks[i] = load_rank_parts(index.files[i].parts, problems[i]);
+        ranks[i] = load_rank_parts(index.files[i].parts, problems[i], options.keep_steps);
         done.fetch_add(1, std::memory_order_relaxed);
       },
       [&] {

@@ -31,6 +31,9 @@ struct JobLoadOptions {
   std::function<void(const JobLoadProgress&)> progress;
   std::chrono::milliseconds progress_after{1000};
   std::chrono::milliseconds progress_every{250};
+  // Keep every rank's step summaries in RankTrace::steps (rank_loader.h: by default only for a
+  // whole-run window; the report streams them).
+  bool keep_steps = false;
 };
 
 // A trace file found in the directory, by its header.

@@ -38,8 +38,8 @@ model::RankTrace load_rank(const std::string& path, std::vector<model::InputProb
 }
 
 model::RankTrace load_rank_parts(const std::vector<std::string>& paths,
-                                 std::vector<model::InputProblem>& problems) {
-  if (paths.size() == 1) return load_rank(paths[0], problems);
+                                 std::vector<model::InputProblem>& problems, bool keep_steps) {
+  if (paths.size() == 1) return load_rank(paths[0], problems, keep_steps);
   std::vector<std::unique_ptr<TraceFileReader>> readers;
   for (const std::string& path : paths) {
     auto reader = std::make_unique<TraceFileReader>();
@@ -61,6 +61,7 @@ model::RankTrace load_rank_parts(const std::vector<std::string>& paths,
     reader->rewind();
   }
   RankBuilder builder(readers.back()->header(), readers.front()->path());
+  builder.keep_steps(keep_steps);
   builder.reserve(counts);
   bool complete = readers.size() == paths.size();
   for (auto& reader : readers) {

@@ -23,6 +23,7 @@ model::RankTrace load_rank(const std::string& path, std::vector<model::InputProb
 // order, as one rank: the records of every part in turn; identity, state and counts from the
 // last part (its header counts the whole run). One path: load_rank.
 model::RankTrace load_rank_parts(const std::vector<std::string>& paths,
-                                 std::vector<model::InputProblem>& problems);
+                                 std::vector<model::InputProblem>& problems,
+                                 bool keep_steps = false);
 
 }  // namespace ncclwatch::trace

@@ -106,5 +106,23 @@ TEST(CaptureWindows, AWindowJobHoldsWhatEveryRankCaptured) {
   EXPECT_EQ(hung.ranks[0].calls.back().seq, 6u);
 }
 
+// A hang after the newest window closed: the calls never returned from (always-tier evidence)
+// stay in that window's job, untrimmed, so the hang verdict still sees them.
+TEST(CaptureWindows, TheNewestWindowKeepsTheHangEvidence) {
+  model::JobTrace job;
+  job.ranks.push_back(rank_with_calls(0, 0x42, 10, 0));
+  job.ranks.push_back(rank_with_calls(1, 0x42, 10, 0));
+  job.ranks[0].calls.back().flags |= model::kCallNeverReturned;  // seq 9, long after the window
+  job.ranks[1].calls.pop_back();                                 // rank 1 never came
+  for (auto& r : job.ranks)
+    r.windows = {mark(4, format::WindowTrigger::kSchedule, 1500, 4500, 0, 3)};
+  const auto ws = join_windows(job);
+  const model::JobTrace kept = window_job(job, ws[0], true);
+  EXPECT_EQ(kept.ranks[0].calls.back().seq, 9u);
+  EXPECT_EQ(kept.ranks[1].calls.back().seq, 3u);
+  const model::JobTrace plain = window_job(job, ws[0]);
+  EXPECT_EQ(plain.ranks[0].calls.back().seq, 3u);
+}
+
 }  // namespace
 }  // namespace ncclwatch::history

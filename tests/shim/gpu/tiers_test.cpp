@@ -34,6 +34,14 @@ struct JobRun {
   }
 };
 
+// The job with every rank's step summaries kept in the model (the loader keeps them only for a
+// whole-run window: the report streams them).
+JobTrace load_with_steps(const std::string& dir) {
+  ncclwatch::trace::JobLoadOptions options;
+  options.keep_steps = true;
+  return ncclwatch::trace::load_job(dir, options);
+}
+
 void run_job(JobRun& run, std::vector<std::string> args, const std::vector<std::string>& env) {
   static int counter = 0;
   run.dir =
@@ -87,7 +95,7 @@ TEST(Tiers, DefaultsKeepDetailForTheFirst50StepsAndSummariesThroughout) {
   JobRun run;
   run_job(run, {"--steps", "150"}, {});
   ASSERT_EQ(run.status, 0) << run.stderr_text;
-  const JobTrace job = ncclwatch::trace::load_job(run.dir);
+  const JobTrace job = load_with_steps(run.dir);
   EXPECT_TRUE(job.problems.empty()) << problems_of(job);
   ASSERT_EQ(job.ranks.size(), 4u);
   const auto& first = job.ranks[0];
@@ -148,7 +156,7 @@ TEST(Tiers, TheDiskBudgetEvictsTheOldestDetailAndKeepsEverySummary) {
   for (const auto& [process, bytes] : bytes_of_process)
     EXPECT_LE(bytes, (1u << 20) + (1u << 20) / 8 + 64 * 1024) << process;
 
-  const JobTrace job = ncclwatch::trace::load_job(run.dir);
+  const JobTrace job = load_with_steps(run.dir);
   EXPECT_TRUE(job.problems.empty()) << problems_of(job);
   ASSERT_EQ(job.ranks.size(), 4u);
   for (const RankTrace& t : job.ranks) {
