@@ -128,9 +128,20 @@ model::JobTrace window_job(const model::JobTrace& job, const CaptureWindow& w, b
     std::erase_if(r.windows, [&](const model::WindowMark& m) { return m.id != w.id; });
     out.ranks.push_back(std::move(r));
   }
+  // A rank whose span holds no call while others' do captured nothing of the window (it opened
+  // there only as the process ended): left out, or it would read as a rank missing from every
+  // collective (a hang that was not).
+  const auto empty = [](const model::RankTrace& r) { return r.calls.empty(); };
+  std::size_t left_out = 0;
+  if (!std::all_of(out.ranks.begin(), out.ranks.end(), empty))
+    left_out = std::erase_if(out.ranks, empty);
   if (out.ranks.size() < job.ranks.size())
-    out.notes.push_back({"capture window", fmt::format("{} of {} ranks took part in this window",
-                                                       out.ranks.size(), job.ranks.size())});
+    out.notes.push_back(
+        {"capture window",
+         fmt::format("{} of {} ranks took part in this window{}", out.ranks.size(),
+                     job.ranks.size(),
+                     left_out > 0 ? fmt::format(" ({} captured no call of it)", left_out)
+                                  : std::string())});
   trim_edges(out, w.closed() == w.spans.size());
   return out;
 }

@@ -135,12 +135,19 @@ std::vector<SlowRank> find_slow_ranks(const std::vector<Period>& ps, format::Ste
       }
       std::size_t j = i;
       double late = 0, step = 0, n = 0;
-      while (j < ps.size() && late_in(ps[j], r, scratch)) {
-        const double w = static_cast<double>(ps[j].ranks[r].late_steps);
-        late += ps[j].ranks[r].late_ms * w;
-        step += ps[j].step_ms * w;
-        n += w;
-        ++j;
+      for (;;) {
+        while (j < ps.size() && late_in(ps[j], r, scratch)) {
+          const double w = static_cast<double>(ps[j].ranks[r].late_steps);
+          late += ps[j].ranks[r].late_ms * w;
+          step += ps[j].step_ms * w;
+          n += w;
+          ++j;
+        }
+        // A short pause (fewer than kMaxSlowGap periods) does not end the span.
+        std::size_t k = j;
+        while (k < ps.size() && k - j < kMaxSlowGap && !late_in(ps[k], r, scratch)) ++k;
+        if (k == j || k >= ps.size() || k - j >= kMaxSlowGap) break;
+        j = k;
       }
       uint64_t steps = 0;
       for (std::size_t k = i; k < j; ++k) steps += ps[k].ranks[r].late_steps;

@@ -20,11 +20,13 @@ std::vector<Regression> find_regressions(const std::vector<Period>& periods);
 // A late rank in a period: late by at least kLateShare of the step (and kLateFloorMs) and by
 // kLateOverPeers times its peers' typical (median absolute) lateness (with one peer, the share
 // alone). Consecutive periods of one
-// rank are one span, kept when it covers at least kMinSlowSteps steps. Cause: its compute above its peers' median by at least half its lateness
+// rank are one span (across pauses shorter than kMaxSlowGap periods), kept when it covers at least
+// kMinSlowSteps steps. Cause: its compute above its peers' median by at least half its lateness
 // (gpu-slow), else its GPU idle above theirs likewise (host-stall: the GPU waited for the host),
 // else unknown (also without GPU timing).
 inline constexpr double kLateShare = 0.02;
-inline constexpr uint64_t kMinSlowSteps = 3;  // a span of fewer steps is noise, not a slow rank
+inline constexpr uint64_t kMinSlowSteps = 5;   // a span of fewer steps is noise, not a slow rank
+inline constexpr std::size_t kMaxSlowGap = 2;  // periods not late inside one span, at most
 inline constexpr double kLateFloorMs = 0.05;
 inline constexpr double kLateOverPeers = 3.0;
 // Each regression's late rank: the span of h.slow_ranks that overlaps it most (if any).
