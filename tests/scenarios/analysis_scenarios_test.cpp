@@ -87,6 +87,37 @@ TEST(Scenario, NoOverlapWhenAllReducesFollowBackward) {
   EXPECT_TRUE(r.report["stragglers"].empty()) << r.report["stragglers"].dump(1);
 }
 
+// The same job with full detail only in two scheduled capture windows (the shim's tiers,
+// docs/always-on.md): the report opens with the history, which names rank 2 gpu-slow over the
+// whole run from the step summaries, then each window's analysis, newest first.
+TEST(Scenario, SlowGpuRankInCaptureWindows) {
+  ncclwatch::scenarios::Scenario s{kWorkload, {"--slow", "2:1.5"}, {}, kTwoHosts};
+  s.steps = 16;
+  for (const char* e : {"NCCLWATCH_DETAIL=windows", "NCCLWATCH_CAPTURE=steps:3-5,steps:10-12"}) {
+    s.launcher_env.push_back("--env");
+    s.launcher_env.push_back(e);
+  }
+  const Result r = run_scenario(s);
+  ASSERT_EQ(r.report["windows"].size(), 2u) << r.log;
+  for (const json& w : r.report["windows"]) {
+    EXPECT_EQ(w["trigger"], "schedule") << w.dump();
+    EXPECT_TRUE(w["report"].is_object()) << w.dump().substr(0, 500);
+  }
+  EXPECT_EQ(r.report["windows"][0]["first_step"], 3) << r.log;
+  const json& late = r.report["history"]["late_ranks"];
+  ASSERT_FALSE(late.empty()) << r.report["history"].dump(1);
+  for (const json& l : late) {
+    EXPECT_EQ(l["rank"], 2) << l.dump();
+    EXPECT_EQ(l["cause"], "gpu-slow") << l.dump();
+  }
+  const auto newest = r.log.find("window 2 of 2, schedule: steps 10-12");
+  const auto oldest = r.log.find("======== window 1 of 2, schedule: steps 3-5");
+  ASSERT_NE(newest, std::string::npos) << r.log;
+  ASSERT_NE(oldest, std::string::npos) << r.log;
+  EXPECT_LT(r.log.find("== History"), newest);
+  EXPECT_LT(newest, oldest);
+}
+
 TEST(Scenario, SlowGpuRank) {
   // Rank 2 computes 1.5x slower: 150 ms of compute per step vs 100 ms. Its optimizer (15 vs
   // 10 ms, after the common all-reduce end) starts its next step 5 ms late, its forward adds
