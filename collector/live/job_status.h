@@ -42,6 +42,7 @@ struct RankStatus {
   bool from_trace = false;           // trace file in the directory
   bool trace_closed = false;         // its trace file says the process finished writing
   std::string note;                  // why a source was not used, if any
+  std::string trace_path;            // the trace file its segment names (this node's ranks)
   std::vector<OpenCall> open_calls;  // oldest first
   std::map<uint64_t, CommProgress> comms;
   format::Func last_func = format::Func::kUnknown;  // last call returned

@@ -286,6 +286,7 @@ void take_segment(RankStatus& rs, const SegmentInfo& s, int64_t now_ns) {
   if (s.process.rank >= 0) rs.rank = s.process.rank;
   rs.from_segment = true;
   rs.live = s.live;
+  rs.trace_path = s.trace_path;
   rs.losses = s.losses;  // the owner's running counts: never behind the file's header
   if (!s.live) {
     take_dead_segment(rs, s);

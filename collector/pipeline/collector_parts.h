@@ -21,9 +21,10 @@ void add_collector_findings(const model::JobTrace& job, const model::MatchResult
                             const model::ClockAlignment& clock, model::Report& report);
 
 // The hang verdict (collector/match/hang_finder.h): a critical finding put first, JSON `hang`
-// (null when the job did not hang).
+// (null when the job did not hang). A rank that never came is named where it is in its Python
+// code when `stack_dir` holds its saved stack (trace/stack_file.h; "" = none).
 void add_hang_verdict(const model::JobTrace& job, const model::MatchResult& match,
-                      model::Report& report);
+                      const std::string& stack_dir, model::Report& report);
 
 // Sections "Ranks", "Communicators", "Clocks" (first, in this order).
 void add_collector_sections(const model::JobTrace& job, const model::MatchResult& match,

@@ -54,7 +54,7 @@ PipelineResult run_pipeline(model::JobTrace& job, const PipelineOptions& options
   model::Report& report = out.report;
   add_collector_json(job, out.match, out.clock, report);
   add_collector_findings(job, out.match, out.clock, report);
-  add_hang_verdict(job, out.match, report);
+  add_hang_verdict(job, out.match, options.stack_dir, report);
   add_collector_sections(job, out.match, out.clock, options.max_rank_rows, report);
   if (options.analyses) {
     stage(options, "analysing");

@@ -25,7 +25,9 @@ struct PipelineOptions {
   unsigned threads = 0;      // GPU linking and the analyses use this many threads (0: one per core)
   std::string topology_dir;  // where to look for NCCL logs/dumps (usually the trace dir); "" = none
   std::vector<std::string> topology_logs;  // extra NCCL log files
-  std::size_t max_rank_rows = 32;          // per-rank table rows before it is summarised
+  // Where Python stacks saved by `status --stacks` / `run` are (the trace dir); "" = none.
+  std::string stack_dir;
+  std::size_t max_rank_rows = 32;  // per-rank table rows before it is summarised
   // Called at the start of each stage ("matching", "clocks", ...); the CLI shows it when slow.
   std::function<void(const char* stage)> progress;
 };

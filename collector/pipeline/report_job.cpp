@@ -78,6 +78,8 @@ PipelineResult analyse(const ReportRequest& req, const JobInput& input, model::J
   PipelineOptions options;
   // NCCL_DEBUG logs next to the traces feed the topology check.
   if (ncclwatch_traces && topology) options.topology_dir = input.paths[0];
+  // Python stacks saved by `status --stacks` / `run` for the hang verdict (trace/stack_file.h).
+  if (ncclwatch_traces) options.stack_dir = input.paths[0];
   if (topology) options.topology_logs = req.nccl_logs;
   options.link_gpu = ncclwatch_traces;
   if (progress) options.progress = [&progress](const char* stage) { progress(stage); };

@@ -29,8 +29,8 @@ std::string describe_hang(const format::SegmentHeader& h, const format::InFlight
   char line[1024];
   std::snprintf(line, sizeof line,
                 "ncclwatch: %s waiting %" PRId64 " s in %s%s (host %.64s, pid %" PRId64
-                ", thread %u); trace flushed to %.256s, segment kept; `ncclwatch status` shows "
-                "every rank\n",
+                ", thread %u); trace flushed to %.256s, segment kept; `ncclwatch status --stacks` "
+                "shows every rank and where the ones behind are in their Python code\n",
                 rank, age_ns / 1'000'000'000, call, comm, h.process.host, h.process.pid,
                 s.owner_tid, h.trace_path);
   return line;

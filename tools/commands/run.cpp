@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -18,11 +19,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "command.h"
 #include "install_paths.h"
+#include "live/py_spy.h"
+#include "live/stack_taker.h"
+#include "live/stack_watch.h"
+#include "live/status_reader.h"
 #include "ncclwatch/names.h"
 #include "ncclwatch/settings_table.h"
 #include "pipeline/report_job.h"
@@ -158,6 +164,56 @@ std::optional<int> prepare(RunArgs& args, bool& dir_existed) {
   return std::nullopt;
 }
 
+// run's hang watchdog (NCCLWATCH_HANG_S, docs/always-on.md "Where a stuck rank is"): while CMD
+// runs, a thread reads the job's live status every second; once a rank of this node has held a
+// call up that long (live/stack_watch.h), its Python stack is taken with py-spy, saved next to
+// the traces (the report's hang verdict names where it is) and said in one line -- once per hang.
+// Without py-spy, one line saying how to get it. Off when NCCLWATCH_HANG_S is 0 or unset.
+class StackWatchdog {
+ public:
+  explicit StackWatchdog(const RunArgs& args) {
+    const char* v = setting(Id::kHangS);
+    const long hang_s = v != nullptr ? std::strtol(v, nullptr, 10) : 0;
+    if (hang_s <= 0 || hang_s > 1'000'000) return;
+    thread_ =
+        std::thread([this, job = args.job, dir = args.dir, hang_s] { watch(job, dir, hang_s); });
+  }
+  ~StackWatchdog() {
+    done_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+  StackWatchdog(const StackWatchdog&) = delete;
+  StackWatchdog& operator=(const StackWatchdog&) = delete;
+
+ private:
+  void watch(const std::string& job, const std::string& dir, long hang_s) {
+    ncclwatch::live::StatusReader reader({job, dir});
+    ncclwatch::live::StackWatch stacks{std::chrono::seconds(hang_s)};
+    bool hinted = false;
+    while (!done_.load()) {
+      for (int i = 0; i < 10 && !done_.load(); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (done_.load()) return;
+      const auto st = reader.read();
+      const auto due = stacks.due(st, st.now_ns);
+      if (due.empty()) continue;
+      ncclwatch::live::TakeOptions options;
+      options.py_spy = ncclwatch::live::find_py_spy();
+      options.dir = dir;
+      options.job = job;
+      if (options.py_spy.empty()) {
+        if (!hinted) say("hang: {}", ncclwatch::live::py_spy_hint());
+        hinted = true;
+        continue;
+      }
+      for (const auto& t : due)
+        say("hang: {}", ncclwatch::live::render_taken(ncclwatch::live::take_stack(t, options)));
+    }
+  }
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
 // Runs CMD with SIGINT/SIGTERM forwarded; its wait status.
 int run_child(RunArgs& args) {
   struct sigaction sa {};
@@ -187,10 +243,13 @@ int run_child(RunArgs& args) {
   }
   g_child = child;
   int status = 0;
-  while (waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) {
-      status = 1 << 8;
-      break;
+  {
+    StackWatchdog watchdog(args);  // stopped (joined) once CMD is gone
+    while (waitpid(child, &status, 0) < 0) {
+      if (errno != EINTR) {
+        status = 1 << 8;
+        break;
+      }
     }
   }
   g_child = 0;

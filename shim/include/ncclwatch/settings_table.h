@@ -121,8 +121,9 @@ inline constexpr std::array<Variable, static_cast<std::size_t>(Id::kCount)> kVar
      "a signed 64-bit integer", "testing only: shifts every host timestamp by this many ns"},
     {Id::kTestDrainHold, "NCCLWATCH_TEST_DRAIN_HOLD", Type::kSwitch, Reader::kShim, "off", "on|off",
      "testing only: the drain writes nothing until exit (a tiny ring overflows)"},
-    {Id::kHangS, "NCCLWATCH_HANG_S", Type::kInteger, Reader::kShim, "0 (off)", "0..1000000",
-     "watchdog: flush and say so when a call has waited this many seconds"},
+    {Id::kHangS, "NCCLWATCH_HANG_S", Type::kInteger, Reader::kShimAndCli, "0 (off)", "0..1000000",
+     "watchdog: flush and say so when a call has waited this many seconds; ncclwatch run then "
+     "takes the Python stacks (py-spy) of this node's ranks that hold the job up"},
     {Id::kExitLine, "NCCLWATCH_EXIT_LINE", Type::kSwitch, Reader::kShim, "on", "on|off",
      "at exit, one line on stderr saying where the traces went (one process per node: local rank "
      "0); ncclwatch run sets it off and says so itself"},
