@@ -9,7 +9,8 @@ packages=(
   libboost-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev zlib1g-dev libsimdjson-dev libsqlite3-dev
   clang libclang-rt-14-dev python3
-  # the HTML report's browser test (headless) and the venv scripts/test.sh installs HTA into
+  # the HTML report's browser test (headless) and the venvs scripts/test.sh installs HTA and
+  # py-spy (the stacks test) into
   chromium python3-venv
   # `ncclwatch exporter` (prometheus-cpp), and its tests against a real Prometheus server
   # (prometheus brings promtool; curl scrapes and queries its HTTP API)

@@ -26,6 +26,16 @@ reader_venv() {
 reader_venv build/hta-venv hta "HolisticTraceAnalysis==${NCCLWATCH_HTA_VERSION:-0.5.0}" hta
 reader_venv build/tb-venv torch_tb_profiler \
   "torch-tb-profiler==${NCCLWATCH_TB_PROFILER_VERSION:-0.4.3}" tensorboard
+# py-spy for the stacks test (tests/e2e/stacks_test.cpp: a real Python rank stuck in a known
+# function): a PyPI wheel, installed into build/pyspy-venv once; offline or failing, that test
+# skips with a message (the no-py-spy path is tested either way).
+if [ ! -x build/pyspy-venv/bin/py-spy ]; then
+  echo "== installing py-spy into build/pyspy-venv (for the stacks test; bounded to 5 min)"
+  (python3 -m venv build/pyspy-venv &&
+    timeout 300 build/pyspy-venv/bin/pip install -q --disable-pip-version-check \
+      "py-spy==${NCCLWATCH_PY_SPY_VERSION:-0.4.3}") ||
+    echo "   py-spy not installed: the stacks test will be skipped"
+fi
 (cd build && ctest --output-on-failure -j "$jobs" -LE bench)
 
 if [ "$quick" = 1 ]; then exit 0; fi

@@ -11,6 +11,7 @@
 #include "match/rank_list.h"
 #include "model/vocabulary.h"
 #include "trace/stack_file.h"
+#include "trace/trace_dir.h"
 
 namespace ncclwatch::live {
 namespace {
@@ -31,9 +32,14 @@ std::string now_utc() {
                      t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec);
 }
 
-std::string dir_of(const std::string& path) {
+// The directory of a rank's trace as its segment names it, used only when the path is
+// `<absolute dir>/ncclwatch.<host>.<pid>.trace` (docs/threat-model.md, the rule salvage follows).
+std::string trace_dir_of(const RankStatus& r) {
+  const std::string& path = r.trace_path;
   const auto slash = path.rfind('/');
-  if (path.empty() || path[0] != '/' || slash == std::string::npos) return "";
+  if (path.empty() || path[0] != '/' || slash == std::string::npos || !trace::is_name_part(r.host))
+    return "";
+  if (path.substr(slash + 1) != fmt::format("ncclwatch.{}.{}.trace", r.host, r.pid)) return "";
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
@@ -78,7 +84,7 @@ std::vector<StackTarget> stack_targets(const JobStatus& st, std::chrono::nanosec
       return t.pid == r.pid && t.host == r.host;
     });
     if (seen) continue;
-    out.push_back({r.rank, r.host, r.pid, why, dir_of(r.trace_path), hold});
+    out.push_back({r.rank, r.host, r.pid, why, trace_dir_of(r), hold});
   }
   return out;
 }

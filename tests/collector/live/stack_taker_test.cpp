@@ -66,6 +66,17 @@ TEST(StackTargets, TheRankBehindOnlyWithItsReason) {
   EXPECT_EQ(t[0].hold, "comm 0x00000000000000ab #4");
 }
 
+TEST(StackTargets, ATracePathNotNamedLikeTheRanksTraceGivesNoDirectory) {
+  JobStatus st = hung_job();
+  for (const char* path : {"/etc/passwd", "relative/ncclwatch.node1.1003.trace",
+                           "/traces/ncclwatch.node1.1004.trace", ""}) {
+    st.ranks[3].trace_path = path;
+    const auto t = stack_targets(st, seconds(5));
+    ASSERT_EQ(t.size(), 1u);
+    EXPECT_EQ(t[0].trace_dir, "") << path;
+  }
+}
+
 TEST(StackTargets, OnlyLiveRanksOfThisNode) {
   JobStatus st = hung_job();
   st.ranks[3].live = false;  // dead, or on another node (seen through the shared trace dir)
