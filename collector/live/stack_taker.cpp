@@ -98,7 +98,11 @@ TakenStack take_stack(const StackTarget& target, const TakeOptions& options) {
     return t;
   }
   t.ok = true;
-  t.where = trace::locate(trace::parse_py_spy_dump(res.dump));
+  std::string dump = res.dump;
+  // Room for the header within a stack file's size (whole lines only: the reader still reads it).
+  if (const std::size_t room = trace::kMaxStackFileBytes - 8192; dump.size() > room)
+    dump.resize(dump.rfind('\n', room) == std::string::npos ? 0 : dump.rfind('\n', room) + 1);
+  t.where = trace::locate(trace::parse_py_spy_dump(dump));
   const std::string dir = !options.dir.empty() ? options.dir : target.trace_dir;
   if (dir.empty()) {
     t.save_error = "no trace directory known for it (give --dir DIR)";
@@ -112,7 +116,7 @@ TakenStack take_stack(const StackTarget& target, const TakeOptions& options) {
   h.taken = now_utc();
   h.why = target.why;
   const std::string name = trace::stack_file_name(target.host, target.pid);
-  if (trace::write_stack_file(dir, name, trace::render_stack_file(h, res.dump), &t.save_error))
+  if (trace::write_stack_file(dir, name, trace::render_stack_file(h, dump), &t.save_error))
     t.saved = dir + "/" + name;
   return t;
 }

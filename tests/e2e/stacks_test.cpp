@@ -174,6 +174,19 @@ TEST_F(Stacks, AHangNamesTheStuckRanksPythonFunction) {
     GTEST_SKIP() << "py-spy not found (NCCLWATCH_TEST_PY_SPY, NCCLWATCH_PY_SPY='"
                  << NCCLWATCH_PY_SPY << "', " << PYSPY_VENV
                  << "/bin/py-spy or PATH; scripts/test.sh installs it from PyPI when it can)";
+  // py-spy itself must work here (ptrace rights, a Python version it knows): tried on a plain
+  // sleeping interpreter first, so that a machine where it cannot is a skip that says why.
+  const CommandResult probe =
+      run("'" + python_ +
+          "' -c 'import time; time.sleep(60)' & p=$!; rc=1; for i in 1 2 3 4 5 6 7 8; "
+          "do sleep 1; '" +
+          py_spy +
+          "/py-spy' dump --pid $p >/dev/null && { rc=0; break; }; done; "
+          "kill $p; exit $rc");
+  if (probe.rc != 0)
+    GTEST_SKIP() << "py-spy (" << py_spy << ") cannot dump a Python process here (it needs "
+                 << "ptrace rights: root, CAP_SYS_PTRACE, or kernel.yama.ptrace_scope 0): "
+                 << probe.err;
   start_run(py_spy + ":" + kNoPath);
   const std::string named = "rank 3 stuck in stuck_rank.py:load_batch";
   // run's watchdog, once rank 3 has held all_reduce #4 up for 2 s.

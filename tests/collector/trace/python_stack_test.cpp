@@ -111,6 +111,16 @@ const char* kAllReduceWrapper = R"D(Thread 77 (active+gil): "MainThread"
     sync_metrics (/workspace/llm/metrics.py:12)
 )D";
 
+// A rank whose backward waits in autograd (DDP's reducer), py-spy's short names, under Lightning.
+const char* kBackwardUnderLightning = R"D(Thread 9 (active): "MainThread"
+    _engine_run_backward (torch/autograd/graph.py:825)
+    backward (torch/autograd/__init__.py:289)
+    backward (torch/_tensor.py:581)
+    backward (lightning/pytorch/core/module.py:1117)
+    _run_backward (lightning/pytorch/loops/optimization/automatic.py:320)
+    main (train.py:12)
+)D";
+
 TEST(PySpyDump, ReadsThreadsAndFramesOfARealDump) {
   const PyDump d = parse_py_spy_dump(kTwoThreads);
   EXPECT_EQ(d.python, "3.11.7");
@@ -172,6 +182,13 @@ TEST(PySpyDump, TorchsCollectiveWrapperIsNeverTheAnswer) {
   loc = locate(parse_py_spy_dump(kAllReduceWrapper));
   EXPECT_EQ(loc.where, "torch/distributed/c10d_logger.py:wrapper");
   EXPECT_EQ(loc.caller, "metrics.py:12 (sync_metrics)");
+}
+
+TEST(PySpyDump, BackwardIsNamedAtTorchsEntryAndItsCallerInTheFramework) {
+  const StackLocation loc = locate(parse_py_spy_dump(kBackwardUnderLightning));
+  EXPECT_EQ(loc.where, "torch/_tensor.py:backward");
+  EXPECT_EQ(loc.innermost, "torch/autograd/graph.py:_engine_run_backward");
+  EXPECT_EQ(loc.caller, "lightning/pytorch/core/module.py:1117 (backward)");
 }
 
 TEST(PySpyDump, FileKinds) {
