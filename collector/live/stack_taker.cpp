@@ -10,6 +10,7 @@
 #include "match/func_name.h"
 #include "match/rank_list.h"
 #include "model/vocabulary.h"
+#include "ncclwatch/names.h"
 #include "trace/stack_file.h"
 #include "trace/trace_dir.h"
 
@@ -39,7 +40,7 @@ std::string trace_dir_of(const RankStatus& r) {
   const auto slash = path.rfind('/');
   if (path.empty() || path[0] != '/' || slash == std::string::npos || !trace::is_name_part(r.host))
     return "";
-  if (path.substr(slash + 1) != fmt::format("ncclwatch.{}.{}.trace", r.host, r.pid)) return "";
+  if (path.substr(slash + 1) != format::trace_file_name(r.host, r.pid, 0)) return "";  // part 0
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
