@@ -237,6 +237,37 @@ format::DrainCheckpoint SegmentView::drain_checkpoint() const {
   return cp;
 }
 
+bool SegmentView::post_capture(const format::CaptureAsk& ask, std::string& why) const {
+  if (base_ == nullptr || dir_fd_ < 0) {
+    why = "segment not open";
+    return false;
+  }
+  const int fd = ::openat(dir_fd_, name_.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    why = fmt::format("cannot open for writing: {}", std::strerror(errno));
+    return false;
+  }
+  struct stat st {};
+  const bool same = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == dev_ &&
+                    st.st_ino == ino_ && st.st_uid == ::geteuid() &&
+                    static_cast<std::size_t>(st.st_size) >= sizeof(format::SegmentHeader);
+  if (!same) {
+    ::close(fd);
+    why = "the segment changed since it was read (not written)";
+    return false;
+  }
+  void* w =
+      ::mmap(nullptr, sizeof(format::SegmentHeader), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (w == MAP_FAILED) {
+    why = fmt::format("cannot map for writing: {}", std::strerror(errno));
+    return false;
+  }
+  format::write_capture_request(static_cast<format::SegmentHeader*>(w)->capture, ask);
+  ::munmap(w, sizeof(format::SegmentHeader));
+  return true;
+}
+
 uint64_t SegmentView::read_pos() const {
   return load_acquire(&live_header()->read_pos);
 }

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include "ncclwatch/capture_control.h"
 #include "ncclwatch/format.h"
 
 namespace ncclwatch::trace {
@@ -58,6 +59,11 @@ class SegmentView {
   // The drain thread's checkpoint (format.h, DrainCheckpoint); version 0 when it never wrote one
   // (or was writing it during every try).
   format::DrainCheckpoint drain_checkpoint() const;
+
+  // `ncclwatch capture`: writes a request into the segment's CaptureRequest, which the owner's
+  // drain thread reads (docs/always-on.md). The segment is reopened for writing, never through a
+  // symlink, and only if it is still the object mapped here and this user's. false: *why.
+  bool post_capture(const format::CaptureAsk& ask, std::string& why) const;
 
   // Copies the record at ring position `pos` if it is committed there (not a hole, not
   // overwritten by a later position). Safe against a producer still writing: the slot's seq is

@@ -160,6 +160,7 @@ void CapturePlan::emit_mark(const Window& w, format::WindowEvent event) {
   m.id = w.id;
   m.start_ns = w.start_ns;
   m.first_step = w.first_step;
+  m.requested_realtime_ns = w.requested_realtime_ns;
   if (event == format::WindowEvent::kClose) {
     m.end_ns = w.end_ns;
     m.end_step = w.end_step;
@@ -232,8 +233,48 @@ void CapturePlan::step_started(uint64_t step, int64_t start_ns) {
   if (opened_every) schedule_every(start_ns);
 }
 
+bool CapturePlan::request(const format::CaptureAsk& ask, int64_t now) {
+  constexpr std::size_t kMaxSeenIds = 256;
+  if (all_ || ask.id == 0 || ask.count == 0) return false;
+  if (std::find(seen_ids_.begin(), seen_ids_.end(), ask.id) != seen_ids_.end()) return false;
+  seen_ids_.push_back(ask.id);
+  if (seen_ids_.size() > kMaxSeenIds) seen_ids_.pop_front();
+  Window w;
+  w.id = ask.id;
+  w.trigger = ask.trigger;
+  w.requested_realtime_ns = ask.requested_realtime_ns;
+  if (ask.unit == format::kCaptureSeconds) {
+    const int64_t start =
+        ask.first == 0
+            ? now
+            : static_cast<int64_t>(std::min<uint64_t>(ask.first, INT64_MAX)) - realtime_offset_ns_;
+    const uint64_t span = std::min<uint64_t>(ask.count, 7 * 86'400ULL * 1'000'000'000);
+    w.timed = true;
+    windows_.push_back(w);
+    Window& added = windows_.back();
+    open_window(added, start, last_step_);
+    added.end_ns = start + static_cast<int64_t>(span);
+    return true;
+  }
+  if (ask.unit != format::kCaptureSteps) return false;
+  w.want_first = ask.first;
+  w.want_end = ask.first + std::min<uint64_t>(ask.count, UINT32_MAX);
+  if (last_step_ != format::kNoStep && last_step_ >= w.want_first) {
+    if (last_step_ >= w.want_end) return true;  // over before it reached this rank
+    windows_.push_back(w);
+    open_window(windows_.back(), last_step_start_ns_, last_step_);  // noticed late
+    return true;
+  }
+  windows_.push_back(w);
+  return true;
+}
+
 void CapturePlan::poll(int64_t now) {
   if (all_) return;
+  for (Window& w : windows_) {
+    if (w.timed && w.state == State::kOpen && now >= w.end_ns)
+      close_window(w, w.end_ns, last_step_ == format::kNoStep ? format::kNoStep : last_step_ + 1);
+  }
   if (now >= next_due_check_ns_) schedule_every(now);
   // Closed windows are forgotten once no late record can belong to them any more.
   std::erase_if(windows_, [now](const Window& w) {

@@ -16,6 +16,7 @@
 #include <functional>
 #include <vector>
 
+#include "ncclwatch/capture_control.h"
 #include "ncclwatch/format.h"
 #include "record/settings.h"
 
@@ -49,7 +50,13 @@ class CapturePlan {
 
   // A step started (step_summarizer.h, in step order): opens and closes step-aligned windows.
   void step_started(uint64_t step, int64_t start_ns);
-  // Time-based transitions (every:DURATION windows coming due); forgets old closed windows.
+  // A request (`ncclwatch capture` through the segment or the control file): steps [first,
+  // first + count), or `count` ns from CLOCK_REALTIME `first` (0: now). false when its id was seen
+  // before or detail is all anyway (nothing done). Steps already begun here start at once (the
+  // marks say which step); steps already over are not opened.
+  bool request(const format::CaptureAsk& ask, int64_t now);
+  // Time-based transitions (every:DURATION windows coming due, time windows ending); forgets old
+  // closed windows.
   void poll(int64_t now);
   // Exit: closes what is open at `now`; `last_step` the newest step started (kNoStep: none).
   void finish(int64_t now);
@@ -75,6 +82,8 @@ class CapturePlan {
     uint64_t count = 0;
     int64_t due_ns = 0;
     int64_t period_ns = 0;  // every:DURATION:N -> DURATION
+    bool timed = false;     // a request in seconds: [start_ns, end_ns) fixed when asked
+    int64_t requested_realtime_ns = 0;
     // What it got.
     int64_t start_ns = 0;
     int64_t end_ns = INT64_MAX;
@@ -98,6 +107,7 @@ class CapturePlan {
   int64_t realtime_offset_ns_ = 0;
   int64_t next_due_check_ns_ = INT64_MAX;
   int64_t judged_ns_ = INT64_MIN;  // the newest time of a detail record judged so far
+  std::deque<uint64_t> seen_ids_;  // requests applied (the segment and the file carry the same)
 };
 
 }  // namespace ncclwatch::shim

@@ -83,6 +83,8 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
   r->plan_.start(
       r->settings_, [p = r.get()](const format::Record& rec) { p->push_own(rec); },
       process.start_monotonic_ns, process.start_realtime_ns - process.start_monotonic_ns);
+  if (r->settings_.detail == DetailLevel::kWindows)
+    r->inbox_.open(r->settings_.dir, r->settings_.job, process.start_realtime_ns);
   if (process.rank >= 0) {
     format::Record rec{};
     rec.identity.prefix.kind = format::RecordKind::kIdentity;
@@ -159,6 +161,14 @@ void RecorderInstance::set_identity(int rank, int world_size, int local_rank, in
   ring_.push(rec);
 }
 
+void RecorderInstance::poll_requests(int64_t now) {
+  if (settings_.detail == DetailLevel::kAll) return;
+  std::string line;
+  for (const format::CaptureAsk& ask : inbox_.poll(segment_->header()->capture, now, &line))
+    plan_.request(ask, now);
+  if (!line.empty()) std::fputs(line.c_str(), stderr);
+}
+
 void RecorderInstance::enforce_budget() {
   if (write_failed_) return;
   std::string line;
@@ -217,6 +227,7 @@ void RecorderInstance::drain_loop() {
       if (hung) std::fputs(hang_line.c_str(), stderr);
       update_summary_timing();
       summarizer_.flush(now_ns(), false);
+      poll_requests(now_ns());
       plan_.poll(now_ns());
       enforce_budget();
     }
@@ -292,6 +303,7 @@ void RecorderInstance::abandon() {
   // In the child no drain thread exists; the caller leaks this object so the std::thread (still
   // "joinable" in the copied memory) is never touched.
   writer_->abandon();
+  inbox_.abandon();
   segment_->abandon();
   sched_.close_all();  // the child's copies of the descriptors (the parent keeps its own)
   finished_ = true;

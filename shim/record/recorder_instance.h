@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "record/capture_inbox.h"
 #include "record/capture_plan.h"
 #include "record/in_flight_monitor.h"
 #include "record/ring.h"
@@ -60,6 +61,8 @@ class RecorderInstance {
   }
   // The segment's drain checkpoint (format.h, DrainCheckpoint) after a batch was committed.
   void write_checkpoint();
+  // Capture requests from the segment and the control file (capture_inbox.h).
+  void poll_requests(int64_t now);
   // NCCLWATCH_MAX_MB: the oldest detail goes (trace_parts.h).
   void enforce_budget();
   void update_summary_timing();
@@ -73,6 +76,7 @@ class RecorderInstance {
   SchedSampler sched_;  // the drain thread's, and finish()'s once it has stopped
   StepSummarizer summarizer_;
   CapturePlan plan_;
+  CaptureInbox inbox_;
   std::vector<format::Record> kept_;  // the batch's records that reach the file
   std::thread drain_;
   std::atomic<bool> stop_{false};

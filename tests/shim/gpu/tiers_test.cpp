@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "trace/job_loader.h"
+#include "trace/segment_view.h"
 
 namespace {
 
@@ -29,6 +30,7 @@ struct JobRun {
   int status = -1;
   std::string dir;
   std::string stderr_text;
+  std::string err_path;
   ~JobRun() {
     if (!dir.empty()) fs::remove_all(dir);
   }
@@ -42,7 +44,8 @@ JobTrace load_with_steps(const std::string& dir) {
   return ncclwatch::trace::load_job(dir, options);
 }
 
-void run_job(JobRun& run, std::vector<std::string> args, const std::vector<std::string>& env) {
+// Starts fake_launcher with 4 ranks of fake_train; the launcher's pid (wait_job waits for it).
+pid_t start_job(JobRun& run, std::vector<std::string> args, const std::vector<std::string>& env) {
   static int counter = 0;
   run.dir =
       ::testing::TempDir() + "tiers_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
@@ -66,10 +69,10 @@ void run_job(JobRun& run, std::vector<std::string> args, const std::vector<std::
   argv.push_back(FAKE_TRAIN);
   for (const auto& a : kFastSteps) argv.push_back(a);
   for (const auto& a : args) argv.push_back(a);
-  const std::string err = run.dir + "/stderr.txt";
+  run.err_path = run.dir + "/stderr.txt";
   const pid_t pid = fork();
   if (pid == 0) {
-    if (!freopen(err.c_str(), "w", stderr)) _exit(98);
+    if (!freopen(run.err_path.c_str(), "w", stderr)) _exit(98);
     if (!freopen("/dev/null", "w", stdout)) _exit(98);
     std::vector<char*> cargv;
     for (auto& a : argv) cargv.push_back(a.data());
@@ -77,9 +80,31 @@ void run_job(JobRun& run, std::vector<std::string> args, const std::vector<std::
     execv(cargv[0], cargv.data());
     _exit(99);
   }
+  return pid;
+}
+
+void wait_job(JobRun& run, pid_t pid) {
   waitpid(pid, &run.status, 0);
-  std::ifstream in(err);
+  std::ifstream in(run.err_path);
   run.stderr_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+void run_job(JobRun& run, std::vector<std::string> args, const std::vector<std::string>& env) {
+  wait_job(run, start_job(run, std::move(args), env));
+}
+
+// `ncclwatch ARGS...`: its stdout and stderr.
+std::string run_cli(const std::vector<std::string>& args) {
+  std::string command = NCCLWATCH_CLI;
+  for (const auto& a : args) command += " '" + a + "'";
+  command += " 2>&1";
+  std::string out;
+  if (FILE* p = popen(command.c_str(), "r")) {
+    char buf[4096];
+    for (std::size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    pclose(p);
+  }
+  return out;
 }
 
 std::string problems_of(const JobTrace& job) {
@@ -170,6 +195,67 @@ TEST(Tiers, TheDiskBudgetEvictsTheOldestDetailAndKeepsEverySummary) {
     ASSERT_FALSE(t.calls.empty());
     EXPECT_GT(t.calls.front().enter_ns, t.steps[10].start_ns);
     EXPECT_GE(t.calls.back().seq + 1, 800u * 4) << "the last call is the run's last";
+  }
+}
+
+// `ncclwatch capture` on a running 4-rank job (NCCLWATCH_CAPTURE=off: no detail but for the
+// request): every rank captures the same 20 steps in full detail, in one on-demand window with the
+// same id. The job is waited for only by what it writes (segments, drain checkpoints), never by
+// time, so a busy machine only makes it slower.
+TEST(Tiers, CaptureOnARunningJobTakesTheSameStepsOnEveryRank) {
+  JobRun run;
+  const std::string job = "tiers-capture-" + std::to_string(getpid());
+  const pid_t launcher =
+      start_job(run, {"--steps", "6000"}, {"NCCLWATCH_CAPTURE=off", "NCCLWATCH_JOB=" + job});
+  ASSERT_GT(launcher, 0);
+  // Every rank has learned its steps and summarized some (the asker then names step numbers and
+  // knows how many steps its margin takes, rather than asking for seconds).
+  bool ready = false;
+  for (int i = 0; i < 6000 && !ready; ++i) {
+    std::size_t with_steps = 0;
+    for (const auto& name : ncclwatch::trace::list_segments(job)) {
+      ncclwatch::trace::SegmentView view;
+      if (!view.open(name)) continue;
+      const format::DrainCheckpoint cp = view.drain_checkpoint();
+      if (cp.last_step != format::kNoStep && cp.step_ns > 0) ++with_steps;
+    }
+    ready = with_steps == 4;
+    if (!ready) usleep(10'000);
+  }
+  ASSERT_TRUE(ready) << "the ranks never learned their steps";
+  const std::string out = run_cli({"capture", "--job", job, "--steps", "20"});
+  EXPECT_NE(out.find("steps "), std::string::npos) << out;
+  EXPECT_NE(out.find("4 ranks of this node"), std::string::npos) << out;
+  wait_job(run, launcher);
+  ASSERT_EQ(run.status, 0) << run.stderr_text;
+
+  const JobTrace loaded = load_with_steps(run.dir);
+  EXPECT_TRUE(loaded.problems.empty()) << problems_of(loaded);
+  ASSERT_EQ(loaded.ranks.size(), 4u);
+  const auto& w0 = loaded.ranks[0].windows;
+  ASSERT_EQ(w0.size(), 1u);
+  for (const RankTrace& t : loaded.ranks) {
+    SCOPED_TRACE("rank " + std::to_string(t.info.rank));
+    ASSERT_EQ(t.windows.size(), 1u);
+    const auto& w = t.windows[0];
+    EXPECT_EQ(w.trigger, format::WindowTrigger::kOnDemand);
+    EXPECT_EQ(w.id, w0[0].id);
+    EXPECT_EQ(w.first_step, w0[0].first_step);
+    EXPECT_EQ(w.end_step, w.first_step + 20);
+    EXPECT_TRUE(w.closed);
+    EXPECT_GT(w.requested_realtime_ns, 0);
+    std::size_t collectives = 0;
+    for (const auto& c : t.calls) {
+      EXPECT_GE(c.enter_ns, w.start_ns);
+      EXPECT_LT(c.enter_ns, w.end_ns);
+      collectives += format::is_collective(c.func);
+    }
+    EXPECT_EQ(collectives, 4u * 20);
+    EXPECT_FALSE(t.kernels.empty());
+    for (const auto& st : t.steps) {
+      const bool detail = (st.prefix.flags & format::kStepDetail) != 0;
+      EXPECT_EQ(detail, st.step >= w.first_step && st.step < w.end_step) << "step " << st.step;
+    }
   }
 }
 

@@ -262,3 +262,89 @@ TEST(CapturePlan, OffKeepsOnlyTheAlwaysTier) {
 
 }  // namespace
 }  // namespace ncclwatch::shim
+
+namespace ncclwatch::shim {
+namespace {
+
+format::CaptureAsk ask_steps(uint64_t id, uint64_t first, uint64_t count) {
+  format::CaptureAsk a;
+  a.id = id;
+  a.unit = format::kCaptureSteps;
+  a.first = first;
+  a.count = count;
+  a.trigger = WindowTrigger::kOnDemand;
+  a.requested_realtime_ns = 77;
+  return a;
+}
+
+// `ncclwatch capture`: the steps it names, once per id (the segment and the control file carry
+// the same request), on every rank alike; a rank that notices late starts at its current step.
+TEST(CapturePlan, RequestedStepsOpenOnTheirStepsOncePerId) {
+  Marks marks;
+  CapturePlan plan;
+  plan.start(with_schedule("off"), marks.emit(), 0, 0);
+  for (uint64_t step = 0; step < 10; ++step) plan.step_started(step, 100 * step);
+  EXPECT_TRUE(plan.request(ask_steps(42, 12, 3), 1000));
+  EXPECT_FALSE(plan.request(ask_steps(42, 12, 3), 1001));  // the same request, seen twice
+  plan.step_started(10, 1000);
+  plan.step_started(11, 1100);
+  EXPECT_FALSE(plan.keep(call_at(1150)));
+  plan.step_started(12, 1200);
+  EXPECT_TRUE(plan.keep(call_at(1250)));
+  for (uint64_t step = 13; step < 16; ++step) plan.step_started(step, 100 * step);
+  EXPECT_FALSE(plan.keep(call_at(1550)));
+  ASSERT_EQ(marks.all.size(), 2u);
+  EXPECT_EQ(marks.all[0].id, 42u);
+  EXPECT_EQ(marks.all[0].prefix.u8a, static_cast<uint8_t>(WindowTrigger::kOnDemand));
+  EXPECT_EQ(marks.all[0].first_step, 12u);
+  EXPECT_EQ(marks.all[0].requested_realtime_ns, 77);
+  EXPECT_EQ(marks.all[1].end_step, 15u);
+  EXPECT_EQ(marks.all[1].end_ns, 1500);
+
+  // Noticed during step 21 of 20-24: from step 21 on; one for steps already over: nothing.
+  for (uint64_t step = 16; step < 22; ++step) plan.step_started(step, 100 * step);
+  EXPECT_TRUE(plan.request(ask_steps(43, 20, 5), 2150));
+  ASSERT_EQ(marks.all.size(), 3u);
+  EXPECT_EQ(marks.all[2].first_step, 21u);
+  EXPECT_EQ(marks.all[2].start_ns, 2100);
+  EXPECT_TRUE(plan.request(ask_steps(44, 2, 5), 2160));
+  EXPECT_EQ(marks.all.size(), 3u);
+  // With detail for the whole run, requests change nothing.
+  Settings all;
+  all.detail = DetailLevel::kAll;
+  CapturePlan whole;
+  whole.start(all, nullptr, 0, 0);
+  EXPECT_FALSE(whole.request(ask_steps(45, 2, 5), 10));
+}
+
+// A request in seconds (no step numbers known): CLOCK_REALTIME start and length, on every host
+// the same moments; closed by time.
+TEST(CapturePlan, RequestedSecondsAreAWallClockSpan) {
+  Marks marks;
+  CapturePlan plan;
+  plan.start(with_schedule("off"), marks.emit(), 0, 1000 * kS);  // realtime = host + 1000 s
+  format::CaptureAsk a = ask_steps(9, 1005 * kS, 2 * kS);
+  a.unit = format::kCaptureSeconds;
+  EXPECT_TRUE(plan.request(a, 1 * kS));
+  EXPECT_FALSE(plan.keep(call_at(4 * kS)));
+  EXPECT_TRUE(plan.keep(call_at(5 * kS)));
+  EXPECT_TRUE(plan.keep(kernel_at(7 * kS - 1)));
+  EXPECT_FALSE(plan.keep(call_at(7 * kS)));
+  plan.poll(6 * kS);
+  EXPECT_EQ(marks.all.size(), 1u);
+  plan.poll(7 * kS);
+  ASSERT_EQ(marks.all.size(), 2u);
+  EXPECT_EQ(marks.all[1].start_ns, 5 * kS);
+  EXPECT_EQ(marks.all[1].end_ns, 7 * kS);
+  // first = 0: from now.
+  a.id = 10;
+  a.first = 0;
+  EXPECT_TRUE(plan.request(a, 8 * kS));
+  EXPECT_TRUE(plan.keep(call_at(8 * kS)));
+  plan.finish(9 * kS);
+  ASSERT_EQ(marks.all.size(), 4u);
+  EXPECT_EQ(marks.all[3].end_ns, 9 * kS);  // the run ended inside it
+}
+
+}  // namespace
+}  // namespace ncclwatch::shim

@@ -1,0 +1,233 @@
+#include "live/capture_asker.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "ncclwatch/names.h"
+#include "trace/job_loader.h"
+#include "trace/salvage.h"
+#include "trace/segment_view.h"
+#include "trace/trace_file_reader.h"
+#include "trace/trace_header_check.h"
+
+namespace ncclwatch::live {
+namespace {
+
+constexpr int64_t kSecondNs = 1'000'000'000;
+constexpr uint64_t kDefaultSteps = 20;
+constexpr std::size_t kTailRecords = 4096;  // where a trace file's last step summary is looked for
+
+int64_t realtime_now() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string this_host() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "";
+  return format::sanitize_name(buf);
+}
+
+uint64_t random_id() {
+  std::random_device rd;
+  uint64_t id = 0;
+  while (id == 0) id = (uint64_t{rd()} << 32) ^ rd();
+  return id;
+}
+
+// The newest step summary a trace file holds (from its last records), on the wall clock.
+struct FileStep {
+  bool found = false;
+  uint64_t step = 0;
+  int64_t end_realtime_ns = 0;
+  int64_t duration_ns = 0;
+};
+
+FileStep last_step_of(const std::string& path) {
+  FileStep out;
+  trace::TraceFileReader reader(1024);
+  if (!reader.open(path)) return out;
+  const auto& p = reader.header().process;
+  const int64_t offset = p.start_realtime_ns - p.start_monotonic_ns;
+  reader.seek(reader.record_count() > kTailRecords ? reader.record_count() - kTailRecords : 0);
+  for (auto chunk = reader.next(); !chunk.empty(); chunk = reader.next()) {
+    for (const auto& r : chunk) {
+      if (r.prefix.kind != format::RecordKind::kStep) continue;
+      if (out.found && r.step.step < out.step) continue;
+      out.found = true;
+      out.step = r.step.step;
+      out.duration_ns = int64_t{r.step.duration_us} * 1000;
+      out.end_realtime_ns = r.step.start_ns + out.duration_ns + offset;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+CaptureOutcome ask_capture(const CaptureOptions& o) {
+  CaptureOutcome out;
+  const std::string host = this_host();
+  // This node's live ranks: their segments (this user's only; others' are left alone).
+  std::vector<std::unique_ptr<trace::SegmentView>> segments;
+  std::set<std::string> jobs;
+  for (const std::string& name : trace::list_segments(o.job, o.shm_dir)) {
+    auto view = std::make_unique<trace::SegmentView>();
+    if (!view->open(name, o.shm_dir)) {
+      if (!view->foreign()) out.warnings.push_back(name + ": " + view->error());
+      continue;
+    }
+    if (view->header().state != format::kSegmentStateLive ||
+        !trace::process_alive(view->header().process.pid))
+      continue;
+    if (!o.job.empty() && view->job() != o.job) continue;
+    jobs.insert(view->job());
+    segments.push_back(std::move(view));
+  }
+  if (o.job.empty() && jobs.size() > 1) {
+    std::string list;
+    for (const auto& j : jobs) list += (list.empty() ? "" : ", ") + j;
+    out.error = "several jobs run on this node (" + list + "): choose one with --job ID";
+    return out;
+  }
+  out.job = !o.job.empty() ? o.job : jobs.empty() ? "" : *jobs.begin();
+  out.dir = o.dir;
+  if (out.dir.empty() && !segments.empty()) {
+    const std::string path = segments.front()->trace_path();
+    const auto slash = path.rfind('/');
+    if (!path.empty() && path[0] == '/' && slash != std::string::npos)
+      out.dir = slash == 0 ? "/" : path.substr(0, slash);
+  }
+  if (segments.empty() && out.dir.empty()) {
+    out.error = "no running job under ncclwatch on this node" +
+                std::string(o.job.empty() ? "" : " with job id " + o.job) +
+                "; on another node, give the job's trace directory with --dir DIR";
+    return out;
+  }
+  // Where the job is: the drain checkpoints of this node's ranks, else the trace files.
+  std::vector<int64_t> step_times;
+  bool remote = segments.empty();
+  for (const auto& s : segments) {
+    const format::DrainCheckpoint cp = s->drain_checkpoint();
+    if (cp.last_step != format::kNoStep &&
+        (out.last_step == format::kNoStep || cp.last_step > out.last_step))
+      out.last_step = cp.last_step;
+    if (cp.step_ns > 0) step_times.push_back(cp.step_ns);
+  }
+  if (!out.dir.empty()) {
+    trace::JobLoadOptions load;
+    load.job = out.job;
+    const trace::JobIndex index = trace::index_job(out.dir, load);
+    if (out.job.empty()) out.job = index.job;
+    const int64_t now = realtime_now();
+    for (const auto& f : index.files) {
+      if (trace::bounded_string(f.header.process.host, sizeof f.header.process.host) != host)
+        remote = true;
+      if (!segments.empty()) continue;
+      const FileStep last = last_step_of(f.parts.back());  // the newest part
+      if (!last.found || last.duration_ns <= 0) continue;
+      // Summaries are written a little after their step: count the steps since.
+      const uint64_t since =
+          now > last.end_realtime_ns
+              ? static_cast<uint64_t>((now - last.end_realtime_ns) / last.duration_ns)
+              : 0;
+      const uint64_t current = last.step + since;
+      if (out.last_step == format::kNoStep || current > out.last_step) out.last_step = current;
+      step_times.push_back(last.duration_ns);
+    }
+  }
+  if (out.job.empty()) {
+    out.error = "no job found in " + out.dir + "; give --job ID";
+    return out;
+  }
+  if (!step_times.empty()) {
+    std::nth_element(step_times.begin(), step_times.begin() + step_times.size() / 2,
+                     step_times.end());
+    out.step_ns = step_times[step_times.size() / 2];
+  }
+
+  format::CaptureAsk& ask = out.ask;
+  ask.id = random_id();
+  ask.trigger = format::WindowTrigger::kOnDemand;
+  ask.requested_realtime_ns = realtime_now();
+  ask.text = "ncclwatch capture (asked by " + (o.asker.empty() ? host : o.asker) + ")";
+  // Another node notices within its polling period (1 s) plus the file system's delay; this
+  // node's ranks within a drain period, given a second on a busy machine.
+  const int64_t notice_ns = remote ? 3 * kSecondNs : kSecondNs;
+  if (o.seconds > 0 || out.last_step == format::kNoStep || out.step_ns <= 0) {
+    const double seconds =
+        o.seconds > 0 ? o.seconds
+                      : (out.step_ns > 0 ? static_cast<double>(o.steps ? o.steps : kDefaultSteps) *
+                                               static_cast<double>(out.step_ns) / 1e9
+                                         : 10.0);
+    ask.unit = format::kCaptureSeconds;
+    ask.first = static_cast<uint64_t>(ask.requested_realtime_ns + notice_ns);
+    ask.count = static_cast<uint64_t>(std::max(seconds, 0.001) * 1e9);
+  } else {
+    ask.unit = format::kCaptureSteps;
+    const auto margin = static_cast<uint64_t>(std::ceil(static_cast<double>(notice_ns) /
+                                                        static_cast<double>(out.step_ns))) +
+                        2;
+    ask.first = out.last_step + margin;
+    ask.count = o.steps ? o.steps : kDefaultSteps;
+  }
+  for (const auto& s : segments) {
+    std::string why;
+    if (s->post_capture(ask, why)) {
+      ++out.local_ranks;
+    } else {
+      out.warnings.push_back(s->name() + ": " + why);
+    }
+  }
+  if (!out.dir.empty()) {
+    const int dir_fd = ::open(out.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    std::string why;
+    const std::string name = format::control_file_name(out.job);
+    if (dir_fd < 0) {
+      out.warnings.push_back("cannot open " + out.dir + ": " + std::strerror(errno));
+    } else if (format::write_control_file(
+                   dir_fd, name, "cli." + host + "." + std::to_string(getpid()), ask, &why)) {
+      out.control_path = out.dir + "/" + name;
+    } else {
+      out.warnings.push_back(why);
+    }
+    if (dir_fd >= 0) ::close(dir_fd);
+  }
+  out.ok = out.local_ranks > 0 || !out.control_path.empty();
+  if (!out.ok) out.error = "the request reached no rank (see the lines above)";
+  return out;
+}
+
+std::string describe(const CaptureOutcome& o) {
+  const format::CaptureAsk& a = o.ask;
+  std::string what;
+  if (a.unit == format::kCaptureSteps) {
+    what = fmt::format("steps {}-{}", a.first, a.first + a.count - 1);
+    if (o.step_ns > 0 && o.last_step != format::kNoStep)
+      what += fmt::format(
+          " (from about {:.1f} s from now)",
+          static_cast<double>(a.first - o.last_step) * static_cast<double>(o.step_ns) / 1e9);
+  } else {
+    what = fmt::format("{:.1f} s of wall time (no step numbers known)",
+                       static_cast<double>(a.count) / 1e9);
+  }
+  std::string where;
+  if (o.local_ranks > 0)
+    where = fmt::format("{} ranks of this node (their segments)", o.local_ranks);
+  if (!o.control_path.empty())
+    where += fmt::format("{}every node reading {}", where.empty() ? "" : " and ", o.control_path);
+  return fmt::format("capture window {:#x} of job {}: {} on {}; then `ncclwatch report {}`", a.id,
+                     o.job, what, where, o.dir.empty() ? "DIR" : o.dir);
+}
+
+}  // namespace ncclwatch::live
