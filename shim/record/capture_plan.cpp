@@ -128,7 +128,13 @@ bool CapturePlan::keep(const format::Record& r) {
   if (all_ || !format::is_detail_kind(r.prefix.kind)) return true;
   int64_t t = 0;
   if (!detail_time(r, &t)) return true;
-  judged_ns_ = std::max(judged_ns_, t);
+  // Host records come in about the order of their times; GPU records come late, and ahead of
+  // the host's clock when the GPU runs behind the launches, so only host records say how far
+  // the judging has gone.
+  const RecordKind k = r.prefix.kind;
+  if (k == RecordKind::kCall || k == RecordKind::kGroup || k == RecordKind::kLaunch ||
+      k == RecordKind::kKernelLink)
+    judged_ns_ = std::max(judged_ns_, t);
   for (Window& w : windows_) {
     if (w.state != State::kPending && w.start_ns <= t && t < w.end_ns) {
       ++w.detail_records;
@@ -173,18 +179,19 @@ void CapturePlan::emit_mark(const Window& w, format::WindowEvent event) {
   emit_(rec);
 }
 
-void CapturePlan::open_window(Window& w, int64_t start_ns, uint64_t first_step) {
+void CapturePlan::open_window(Window& w, int64_t start_ns, uint64_t first_step, bool exact) {
   w.state = State::kOpen;
   // Opened late: detail from the newest record judged on (first_step is then partly captured).
-  if (judged_ns_ != INT64_MIN && judged_ns_ > start_ns + kLateNs) start_ns = judged_ns_ + 1;
+  if (!exact && judged_ns_ != INT64_MIN && judged_ns_ > start_ns + kLateNs)
+    start_ns = judged_ns_ + 1;
   w.start_ns = start_ns;
   w.end_ns = INT64_MAX;
   w.first_step = first_step;
   emit_mark(w, format::WindowEvent::kOpen);
 }
 
-void CapturePlan::close_window(Window& w, int64_t end_ns, uint64_t end_step) {
-  if (judged_ns_ != INT64_MIN && judged_ns_ > end_ns + kLateNs) {
+void CapturePlan::close_window(Window& w, int64_t end_ns, uint64_t end_step, bool exact) {
+  if (!exact && judged_ns_ != INT64_MIN && judged_ns_ > end_ns + kLateNs) {
     // Closed late: records up to the newest judged were kept; the window ends there, and its end
     // step is the first step that starts after (step_started, finish).
     w.state = State::kClosing;
@@ -197,7 +204,7 @@ void CapturePlan::close_window(Window& w, int64_t end_ns, uint64_t end_step) {
   emit_mark(w, format::WindowEvent::kClose);
 }
 
-void CapturePlan::step_started(uint64_t step, int64_t start_ns) {
+void CapturePlan::step_started(uint64_t step, int64_t start_ns, bool exact) {
   last_step_ = step;
   last_step_start_ns_ = start_ns;
   if (all_) return;
@@ -211,9 +218,9 @@ void CapturePlan::step_started(uint64_t step, int64_t start_ns) {
       if (w.count != 0) {
         // first:N counts the steps it saw; it starts before the first one.
         if (w.first_step == format::kNoStep) w.first_step = step;
-        if (++w.steps_seen > w.count) close_window(w, start_ns, step);
+        if (++w.steps_seen > w.count) close_window(w, start_ns, step, exact);
       } else if (w.want_end != format::kNoStep && step >= w.want_end) {
-        close_window(w, start_ns, step);
+        close_window(w, start_ns, step, exact);
       }
     } else if (w.state == State::kPending) {
       if (w.want_first != format::kNoStep) {
@@ -221,11 +228,11 @@ void CapturePlan::step_started(uint64_t step, int64_t start_ns) {
           w.state = State::kClosed;  // over before its steps were known here: never opened
           w.start_ns = w.end_ns = 0;
         } else if (step >= w.want_first) {
-          open_window(w, start_ns, step);  // step > want_first: learned late, starts here
+          open_window(w, start_ns, step, exact);  // step > want_first: learned late
         }
       } else if (w.period_ns != 0 && start_ns >= w.due_ns) {
         w.steps_seen = 1;
-        open_window(w, start_ns, step);
+        open_window(w, start_ns, step, exact);
         opened_every = true;
       }
     }

@@ -29,10 +29,14 @@ class CapturePlan {
   // How long a closed window is remembered: GPU records of its steps come late (CUPTI hands its
   // buffers over every second or so; step summaries wait up to 5 s for them).
   static constexpr int64_t kKeepClosedNs = 30'000'000'000;
-  // A window that opens or closes further than this in the past (steps learned late: the step
-  // structure needs ~100 collectives, NVTX ranges come seconds late) takes effect from the newest
-  // record already judged instead: what was judged stays judged, and the marks say what was kept.
-  static constexpr int64_t kLateNs = 200'000'000;
+  // A step boundary learned after host records past it were judged (steps learned late: the
+  // backlog replayed when the step structure is decided, after ~100 collectives or the 3 s wait
+  // for NVTX; NVTX ranges, which come about a second late; seconds of host time) opens or closes a
+  // window at the newest host record judged instead, when that is more than kLateNs past the
+  // boundary: what was judged stays judged, and the marks say what was kept. A boundary learned
+  // from the step's own first collective as it is drained is exact (step_started's `exact`):
+  // records judged before it with later times are only the launches inside that call.
+  static constexpr int64_t kLateNs = 1'000'000;
 
   // Starts the plan at `start_ns` (host clock; the process's start): the whole run
   // (DetailLevel::kAll) or the schedule's windows. `realtime_offset_ns` = CLOCK_REALTIME -
@@ -49,7 +53,7 @@ class CapturePlan {
   bool open() const;
 
   // A step started (step_summarizer.h, in step order): opens and closes step-aligned windows.
-  void step_started(uint64_t step, int64_t start_ns);
+  void step_started(uint64_t step, int64_t start_ns, bool exact = false);
   // A request (`ncclwatch capture` through the segment or the control file): steps [first,
   // first + count), or `count` ns from CLOCK_REALTIME `first` (0: now). false when its id was seen
   // before or detail is all anyway (nothing done). Steps already begun here start at once (the
@@ -93,8 +97,8 @@ class CapturePlan {
     uint64_t detail_records = 0;
   };
 
-  void open_window(Window& w, int64_t start_ns, uint64_t first_step);
-  void close_window(Window& w, int64_t end_ns, uint64_t end_step);
+  void open_window(Window& w, int64_t start_ns, uint64_t first_step, bool exact = false);
+  void close_window(Window& w, int64_t end_ns, uint64_t end_step, bool exact = false);
   void emit_mark(const Window& w, format::WindowEvent event);
   void schedule_every(int64_t now);
 
@@ -106,7 +110,7 @@ class CapturePlan {
   int64_t last_step_start_ns_ = 0;
   int64_t realtime_offset_ns_ = 0;
   int64_t next_due_check_ns_ = INT64_MAX;
-  int64_t judged_ns_ = INT64_MIN;  // the newest time of a detail record judged so far
+  int64_t judged_ns_ = INT64_MIN;  // the newest time of a host detail record judged so far
   std::deque<uint64_t> seen_ids_;  // requests applied (the segment and the file carry the same)
 };
 

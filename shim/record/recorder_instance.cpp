@@ -74,8 +74,14 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
   r->monitor_ = InFlightMonitor(r->segment_->header(), &r->ring_, settings.hang_s);
   r->sched_ = SchedSampler(r->segment_->header(), &r->ring_);
   r->summarizer_.set_emit([p = r.get()](const format::Record& rec) { p->push_own(rec); });
-  r->summarizer_.set_step_started(
-      [p = r.get()](uint32_t step, int64_t start) { p->plan_.step_started(step, start); });
+  // A boundary learned from the step's own first collective as it is drained is exact
+  // (capture_plan.h, kLateNs); one found otherwise (a backlog replayed, NVTX, seconds) may be late.
+  r->summarizer_.set_step_started([p = r.get()](uint32_t step, int64_t start) {
+    const format::Record* now = p->observing_;
+    const bool exact = now != nullptr && now->prefix.kind == format::RecordKind::kCall &&
+                       now->call.t_enter_ns == start;
+    p->plan_.step_started(step, start, exact);
+  });
   r->summarizer_.set_in_window(
       [p = r.get()](int64_t start, int64_t end) { return p->plan_.in_window(start, end); });
   r->kept_.reserve(kDrainBatch);
@@ -199,7 +205,9 @@ bool RecorderInstance::drain_once() {
   // judged.
   kept_.clear();
   for (uint64_t i = 0; i < n; ++i) {
+    observing_ = &batch[i];
     summarizer_.observe(batch[i], now);
+    observing_ = nullptr;
     if (plan_.keep(batch[i])) kept_.push_back(batch[i]);
   }
   if (!writer_->append(kept_.data(), kept_.size())) {

@@ -77,7 +77,8 @@ class RecorderInstance {
   StepSummarizer summarizer_;
   CapturePlan plan_;
   CaptureInbox inbox_;
-  std::vector<format::Record> kept_;  // the batch's records that reach the file
+  std::vector<format::Record> kept_;           // the batch's records that reach the file
+  const format::Record* observing_ = nullptr;  // the record the summarizer is looking at
   std::thread drain_;
   std::atomic<bool> stop_{false};
   // Only the drain thread and finish() use them, never the hot path.

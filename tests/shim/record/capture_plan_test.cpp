@@ -122,6 +122,7 @@ TEST(CapturePlan, StepRangeOpensAndClosesOnItsSteps) {
   EXPECT_TRUE(marks.all.empty());
   for (uint64_t step = 0; step < 5; ++step) plan.step_started(step, 1000 * step);
   EXPECT_FALSE(plan.keep(call_at(4500)));
+  EXPECT_FALSE(plan.keep(kernel_at(60 * kS)));  // a GPU record ahead of the host moves nothing
   plan.step_started(5, 5000);
   EXPECT_TRUE(plan.keep(call_at(5000)));
   plan.step_started(6, 6000);
