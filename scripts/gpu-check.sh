@@ -14,7 +14,14 @@
 #  4. prints the step-time overhead of full and lite mode against no shim (targets: <= 1 % full,
 #     <= 0.3 % lite), and a block to paste into the README with the date and GPU.
 #  5. runs the front door too (`ncclwatch run --mode full -- torchrun ...`) and writes the report
-#     of each run (text, JSON, HTML) where the results go.
+#     of each run (text, JSON, HTML) where the results go;
+#  6. always on (docs/always-on.md): the step-time overhead of the always tier alone (plain
+#     LD_PRELOAD, NCCLWATCH_CAPTURE=off: step summaries, CUPTI kernels for their GPU figures, no
+#     detail on disk), and a long job under the defaults where `ncclwatch capture` asks for a
+#     window mid-run: step summaries for every step, detail only in the first-50-steps window and
+#     the one asked for (scripts/gpu_always_check.py). GPUCHECK_ALWAYS=0 skips both.
+# The full and lite runs set NCCLWATCH_DETAIL=all (detail for the whole run, as `ncclwatch run`
+# does); GPUCHECK_CONFIGS (default "none full lite always") picks the timed configurations.
 # NCCLWATCH_PREBUILT=DIR skips the build and uses DIR/lib/libncclwatch.so and DIR/tools/ncclwatch
 # (a build tree's layout), with DIR/deps on the CLI's library path (for a machine that lacks the
 # build dependencies). Results (log, reports, traces) go to $NCCLWATCH_GPUCHECK_OUT when set.
@@ -152,23 +159,60 @@ check_traces() {
 }
 
 rounds=${GPUCHECK_ROUNDS:-3}
+configs=" ${GPUCHECK_CONFIGS:-none full lite always} "
+has() { [[ $configs == *" $1 "* ]]; }
 if [ "${GPUCHECK_QUICK:-0}" = 1 ]; then
   # The traces of one full-mode run and the front door's, no overhead figures.
   echo "== quick: one full-mode run (1 rank, batch 256, with an all-to-all per step)"
-  run_job full-256-1 1 GPUCHECK_BATCH=256 GPUCHECK_A2A=1 LD_PRELOAD="$shim" NCCLWATCH_MODE=full "${cupti_env[@]}"
+  run_job full-256-1 1 GPUCHECK_BATCH=256 GPUCHECK_A2A=1 LD_PRELOAD="$shim" NCCLWATCH_MODE=full NCCLWATCH_DETAIL=all "${cupti_env[@]}"
   check_traces full-256-1 full
 else
   echo "== runs (1 rank): no shim, full mode, lite mode; two sizes, interleaved, $rounds rounds"
   for round in $(seq 1 "$rounds"); do
     for batch in 256 4096; do
-      run_job "none-$batch-$round" 1 GPUCHECK_BATCH=$batch
-      run_job "full-$batch-$round" 1 GPUCHECK_BATCH=$batch LD_PRELOAD="$shim" NCCLWATCH_MODE=full "${cupti_env[@]}"
-      run_job "lite-$batch-$round" 1 GPUCHECK_BATCH=$batch LD_PRELOAD="$shim" NCCLWATCH_MODE=lite
+      has none && run_job "none-$batch-$round" 1 GPUCHECK_BATCH=$batch
+      has full && run_job "full-$batch-$round" 1 GPUCHECK_BATCH=$batch LD_PRELOAD="$shim" NCCLWATCH_MODE=full NCCLWATCH_DETAIL=all "${cupti_env[@]}"
+      has lite && run_job "lite-$batch-$round" 1 GPUCHECK_BATCH=$batch LD_PRELOAD="$shim" NCCLWATCH_MODE=lite NCCLWATCH_DETAIL=all
+      has always && run_job "always-$batch-$round" 1 GPUCHECK_BATCH=$batch LD_PRELOAD="$shim" NCCLWATCH_CAPTURE=off "${cupti_env[@]}"
     done
   done
-  check_traces full-256-1 full
-  check_traces lite-256-1 lite
-  check_traces full-4096-1 full
+  has full && check_traces full-256-1 full
+  has lite && check_traces lite-256-1 lite
+  has full && check_traces full-4096-1 full
+  if has always; then
+    for trace in "$work/always-256-1"/*.trace; do
+      cli dump "$trace" --header >"$trace.jsonl" 2>/dev/null || { fail "always: dump failed"; continue; }
+      python3 "$root/scripts/gpu_always_check.py" "$trace.jsonl" always-256 200 || failures=$((failures + 1))
+    done
+  fi
+fi
+
+if [ "${GPUCHECK_ALWAYS:-1}" = 1 ]; then
+  # A long job under the defaults (detail for the first 50 steps), a window asked for mid-run.
+  echo "== always on: 3000 launch-bound steps under the defaults, ncclwatch capture --steps 20 mid-run"
+  mkdir -p "$work/capture"
+  GPUCHECK_STEPS=3000 run_job capture 1 GPUCHECK_STEPS=3000 LD_PRELOAD="$shim" "${cupti_env[@]}" &
+  job=$!
+  for _ in $(seq 1 120); do
+    compgen -G "$work/capture/*.trace" >/dev/null && break
+    sleep 0.5
+  done
+  sleep 4  # past the first 50 steps (about 3 ms each) and the warm-up
+  t_ask=$(date +%s.%N)
+  cli capture --job gpucheck-capture --dir "$work/capture" --steps 20 2>&1 | sed 's/^/  [capture] /'
+  wait $job
+  echo "  [capture] asked at +$(python3 -c "import sys; print(f'{float(sys.argv[1]) - float(sys.argv[2]):.1f}')" "$t_ask" "$(stat -c %Y "$work/capture.out")") s before the job ended"
+  for trace in "$work/capture"/*.trace; do
+    [ -e "$trace" ] || { fail "capture: no trace file"; break; }
+    cli dump "$trace" --header >"$trace.jsonl" 2>/dev/null || { fail "capture: dump failed"; continue; }
+    python3 "$root/scripts/gpu_always_check.py" "$trace.jsonl" capture 3000 schedule on-demand || failures=$((failures + 1))
+  done
+  cli report "$work/capture" --json "$work/capture.report.json" >"$work/capture.report.txt" 2>&1
+  sed "s/^/  [capture report] /" "$work/capture.report.txt" | head -40
+  if [ -n "$results" ]; then
+    cp "$work"/capture.report.* "$results/" 2>/dev/null
+    tar -C "$work" -czf "$results/capture-traces.tar.gz" capture 2>/dev/null
+  fi
 fi
 
 echo "== the front door: ncclwatch run --mode full -- torchrun ... (with an all-to-all per step)"
@@ -186,7 +230,7 @@ echo "== 2 ranks on one GPU (NCCL $nccl_version, NCCL_MULTI_RANK_GPU_ENABLE=1): 
 before=$failures
 if [ "${GPUCHECK_TRY_2:-1}" != 1 ]; then
   echo "  [full2] skipped (GPUCHECK_TRY_2=0)"
-elif run_job full2 2 LD_PRELOAD="$shim" NCCLWATCH_MODE=full NCCL_MULTI_RANK_GPU_ENABLE=1 GPUCHECK_STEPS=60 "${cupti_env[@]}"; then
+elif run_job full2 2 LD_PRELOAD="$shim" NCCLWATCH_MODE=full NCCLWATCH_DETAIL=all NCCL_MULTI_RANK_GPU_ENABLE=1 GPUCHECK_STEPS=60 "${cupti_env[@]}"; then
   check_traces full2 full
 else
   grep -m1 -i 'duplicate gpu\|invalid usage' "$work/full2.err" | sed 's/^/  [full2] /'
@@ -207,10 +251,14 @@ echo "gpu-check.sh on $(date -u +%Y-%m-%d): $gpu; PyTorch $torch_version; NCCL $
 echo "  median step time over $rounds interleaved rounds (each run's median of 200 steps; 1 rank):"
 for batch in 256 4096; do
   [ "${GPUCHECK_QUICK:-0}" = 1 ] && break
-  base=$(median_ms none $batch) full=$(median_ms full $batch) lite=$(median_ms lite $batch)
+  base=$(median_ms none $batch)
   echo "  batch $batch: no shim $base ms (runs: $(cat "$work/none-$batch-"[0-9].ms | tr '\n' ' '))"
-  echo "    full mode (CUPTI):       $full ms, overhead $(overhead "$base" "$full") (runs: $(cat "$work/full-$batch-"[0-9].ms | tr '\n' ' '))"
-  echo "    lite mode (CUDA events): $lite ms, overhead $(overhead "$base" "$lite") (runs: $(cat "$work/lite-$batch-"[0-9].ms | tr '\n' ' '))"
+  for config in full lite always; do
+    has $config || continue
+    label=$(case $config in full) echo "full mode (CUPTI):      " ;; lite) echo "lite mode (CUDA events):" ;; always) echo "always tier (defaults): " ;; esac)
+    m=$(median_ms $config $batch)
+    echo "    $label $m ms, overhead $(overhead "$base" "$m") (runs: $(cat "$work/$config-$batch-"[0-9].ms | tr '\n' ' '))"
+  done
 done
 echo "  checks: $([ $failures -eq 0 ] && echo passed || echo "$failures FAILED")"
 [ $failures -eq 0 ]
