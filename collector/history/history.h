@@ -49,7 +49,10 @@ struct Period {
   int64_t start_wall_ns = 0, end_wall_ns = 0;  // CLOCK_REALTIME
   double step_ms = 0;
   double compute_ms = -1, exposed_ms = -1, wait_ms = -1, idle_ms = -1;
-  double calls = 0, bytes = 0;    // per rank and step
+  double calls = 0, bytes = 0;  // per rank and step
+  // Steps inside a capture window (some rank's summary flagged kStepDetail): full detail was
+  // kept there, which costs the job time of its own (CUPTI's launch records, more to disk).
+  uint64_t detail_steps = 0;
   std::vector<RankPeriod> ranks;  // per index into History::ranks
 };
 

@@ -45,17 +45,33 @@ void explain(const std::vector<Period>& ps, const std::vector<bool>& normal, Reg
 
 }  // namespace
 
+std::vector<bool> captured_periods(const std::vector<Period>& ps) {
+  bool plain = false;  // some period mostly outside every window
+  for (const Period& p : ps) plain = plain || 2 * p.detail_steps < p.steps;
+  std::vector<bool> out(ps.size(), false);
+  if (!plain) return out;  // the whole run in detail: its cost is everywhere alike
+  for (std::size_t i = 0; i < ps.size(); ++i) out[i] = 2 * ps[i].detail_steps >= ps[i].steps;
+  return out;
+}
+
 std::vector<Regression> find_regressions(const std::vector<Period>& ps) {
   std::vector<Regression> out;
   if (ps.size() < 3) return out;
+  const std::vector<bool> captured = captured_periods(ps);
   std::vector<double> v;
-  for (std::size_t i = 1; i < ps.size(); ++i) v.push_back(ps[i].step_ms);
+  for (std::size_t i = 1; i < ps.size(); ++i)
+    if (!captured[i]) v.push_back(ps[i].step_ms);
+  if (v.empty()) return out;
   std::sort(v.begin(), v.end());
   const double base = v[v.size() / 4];
   if (base <= 0) return out;
   const double limit = base * kRegressionRatio;
-  std::vector<bool> normal(ps.size());
-  for (std::size_t i = 1; i < ps.size(); ++i) normal[i] = ps[i].step_ms <= limit;
+  // normal: not regressed (a captured period never is); usual: what the baseline is made of.
+  std::vector<bool> normal(ps.size()), usual(ps.size());
+  for (std::size_t i = 1; i < ps.size(); ++i) {
+    normal[i] = captured[i] || ps[i].step_ms <= limit;
+    usual[i] = !captured[i] && ps[i].step_ms <= limit;
+  }
   for (std::size_t i = 1; i < ps.size();) {
     if (normal[i]) {
       ++i;
@@ -76,7 +92,7 @@ std::vector<Regression> find_regressions(const std::vector<Period>& ps) {
       g.baseline_ms = base;
       g.step_ms = mean_over(ps, i, j - 1, &Period::step_ms);
       g.until_end = at_end;
-      explain(ps, normal, g);
+      explain(ps, usual, g);
       out.push_back(g);
     }
     i = j;

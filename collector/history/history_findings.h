@@ -12,10 +12,16 @@ namespace ncclwatch::history {
 // A regression: consecutive periods (never the first one: warm-up) whose step time is more than
 // kRegressionRatio above the run's usual level (the lower quartile of the periods' step times, so
 // a slow half of the run does not become the norm), covering at least kMinRegressionSteps steps
-// and two periods, or one period at the run's end.
+// and two periods, or one period at the run's end. Periods mostly inside capture windows are
+// neither (captured_periods): full detail slows a job by itself -- on a launch-bound job CUPTI's
+// per-kernel cost made the first-50-steps window +30 % on an H200 -- so a window is no regression
+// of the job, and no part of its baseline either.
 inline constexpr double kRegressionRatio = 1.10;
 inline constexpr uint64_t kMinRegressionSteps = 10;
 std::vector<Regression> find_regressions(const std::vector<Period>& periods);
+// Per period: at least half its steps inside a capture window, while the run also has periods
+// mostly outside windows (a whole-run window, NCCLWATCH_DETAIL=all, captures nothing apart).
+std::vector<bool> captured_periods(const std::vector<Period>& periods);
 
 // A late rank in a period: late by at least kLateShare of the step (and kLateFloorMs) and by
 // kLateOverPeers times its peers' typical (median absolute) lateness (with one peer, the share

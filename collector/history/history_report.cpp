@@ -95,6 +95,12 @@ model::FindingCost cost_of(const History& h, const SlowRank& s) {
   return {pct, pct / 100.0 * mean_step_ns};
 }
 
+// A warning costs the run at least what a straggler must (analysis::kWarnCostPct of its time);
+// less is an info line: a few steps of a noisy machine, or a blip in a run of days.
+model::Severity severity_of(const model::FindingCost& c) {
+  return c.pct >= analysis::kWarnCostPct ? model::Severity::kWarning : model::Severity::kInfo;
+}
+
 model::FindingCost cost_of(const History& h, const Regression& g) {
   const double total = run_time_ms(h);
   const double steps = static_cast<double>(g.last_step - g.first_step + 1);
@@ -201,7 +207,7 @@ void add_history(const History& h, model::Report& report, const HistoryReportOpt
     body += "  " + slow_rank_text(h, *s) + "\n";
     if (o.findings)
       report.findings.push_back(
-          {model::Severity::kWarning, "history", slow_rank_text(h, *s), cost_of(h, *s)});
+          {severity_of(cost_of(h, *s)), "history", slow_rank_text(h, *s), cost_of(h, *s)});
   }
   if (left > 0) body += fmt::format("  and {} more span(s) (JSON: history.late_ranks)\n", left);
   const auto regs = largest(
@@ -211,7 +217,7 @@ void add_history(const History& h, model::Report& report, const HistoryReportOpt
     body += "  " + regression_text(h, *g) + "\n";
     if (o.findings)
       report.findings.push_back(
-          {model::Severity::kWarning, "history", regression_text(h, *g), cost_of(h, *g)});
+          {severity_of(cost_of(h, *g)), "history", regression_text(h, *g), cost_of(h, *g)});
   }
   if (left > 0) body += fmt::format("  and {} more (JSON: history.regressions)\n", left);
   if (slow.empty() && regs.empty()) body += "no rank late and no regression over the run\n";

@@ -28,6 +28,7 @@ void PeriodFolder::Sums::merge(const Sums& o) {
   if (steps == 0) first_step = o.first_step;
   last_step = o.last_step;
   steps += o.steps;
+  detail_steps += o.detail_steps;
   start = std::min(start, o.start);
   end = std::max(end, o.end);
   step += o.step;
@@ -125,10 +126,12 @@ void PeriodFolder::add(uint64_t number, const std::vector<const format::StepReco
   for (int f = 0; f < 3; ++f) parts[f].clear();
   double calls = 0, bytes = 0;
   std::size_t present = 0;
+  bool detail = false;
   for (std::size_t r = 0; r < steps.size(); ++r) {
     const format::StepRecord* st = steps[r];
     if (st == nullptr) continue;
     ++present;
+    detail = detail || (st->prefix.flags & format::kStepDetail) != 0;
     const int64_t wall =
         st->start_ns + wall_offset_[r] - static_cast<int64_t>(host_offset_[host_of_[r]]);
     s.start = std::min(s.start, wall);
@@ -153,6 +156,7 @@ void PeriodFolder::add(uint64_t number, const std::vector<const format::StepReco
     }
   }
   if (present == 0) return;
+  if (detail) ++s.detail_steps;
   s.step += median_of(scratch_);
   s.calls += calls / static_cast<double>(present);
   s.bytes += bytes / static_cast<double>(present);
@@ -232,6 +236,7 @@ std::vector<Period> PeriodFolder::finish() const {
     p.first_step = s.first_step;
     p.last_step = s.last_step;
     p.steps = s.steps;
+    p.detail_steps = s.detail_steps;
     p.start_wall_ns = s.start;
     p.end_wall_ns = s.end;
     const double n = static_cast<double>(s.steps);

@@ -36,7 +36,7 @@ class PeriodFolder {
     uint32_t steps = 0, n_late = 0, n_compute = 0, n_idle = 0;
   };
   struct Sums {
-    uint64_t first_step = 0, last_step = 0, steps = 0;
+    uint64_t first_step = 0, last_step = 0, steps = 0, detail_steps = 0;
     int64_t start = INT64_MAX, end = INT64_MIN;
     double step = 0, calls = 0, bytes = 0;
     double part[4] = {0, 0, 0, 0};  // compute, exposed (waiting taken out), waiting, idle

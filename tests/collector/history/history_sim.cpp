@@ -84,6 +84,8 @@ format::StepRecord sim_step(const SimJob& job, int rank, uint64_t step) {
   format::StepRecord s;
   std::memset(&s, 0, sizeof s);
   s.prefix.kind = format::RecordKind::kStep;
+  for (const auto& [first, end] : job.windows)
+    if (step >= first && step < end) s.prefix.flags |= format::kStepDetail;
   s.prefix.u8a = static_cast<uint8_t>(format::StepSource::kCollectives);
   s.prefix.u8b =
       static_cast<uint8_t>(job.gpu ? format::StepTiming::kCupti : format::StepTiming::kNone);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "history/history.h"
@@ -31,6 +32,8 @@ struct SimJob {
   double ntp_error_ms = 0;
   bool gpu = true;
   std::vector<Slowdown> slowdowns;
+  // Steps [first, end) inside a capture window: their summaries carry kStepDetail.
+  std::vector<std::pair<uint64_t, uint64_t>> windows;
 };
 
 // The ranks (rank r on host r % hosts) and one source per rank.

@@ -99,6 +99,51 @@ TEST(History, ARegressionIsFoundWithItsStartAndWhatGrew) {
   EXPECT_NE(text.find("to the end"), std::string::npos) << text;
 }
 
+// Capture windows slow the job by themselves (full detail: CUPTI's launch records): their steps
+// are no regression, and the baseline is taken outside them -- unless the whole run is one window.
+TEST(History, CaptureWindowsAreNoRegression) {
+  SimJob job;
+  job.steps = 5000;
+  job.windows = {{0, 50}, {2000, 2200}};
+  job.slowdowns.push_back({-1, 0, 50, 6.0, 0, 0});  // +30 % while captured
+  job.slowdowns.push_back({-1, 2000, 2200, 6.0, 0, 0});
+  EXPECT_TRUE(run(job).regressions.empty());
+  job.slowdowns.push_back({-1, 4000, 5000, 0, 0, 4.0});  // the network, outside every window
+  const History h = run(job);
+  ASSERT_EQ(h.regressions.size(), 1u);
+  EXPECT_GE(h.regressions[0].first_step + period_width(h), 4000u);
+  EXPECT_NEAR(h.regressions[0].baseline_ms, 20.0, 0.1);
+  EXPECT_EQ(h.regressions[0].grew, "exposed communication");
+  // The same slowdown with every step in detail (NCCLWATCH_DETAIL=all) is found as before.
+  job.windows = {{0, 5000}};
+  job.slowdowns.erase(job.slowdowns.begin(), job.slowdowns.begin() + 2);
+  job.slowdowns.push_back({-1, 2000, 2200, 6.0, 0, 0});
+  EXPECT_EQ(run(job).regressions.size(), 2u);
+}
+
+// A finding of the history warns only when it costs the run what a straggler must
+// (analysis::kWarnCostPct); a short blip in a long run is an info line.
+TEST(HistoryReport, ABlipInALongRunIsInfo) {
+  SimJob job;
+  job.steps = 20000;
+  job.slowdowns.push_back({3, 10000, 10040, 6.0, 0, 0});   // 40 steps of 20000: 0.06 % of the run
+  job.slowdowns.push_back({-1, 14000, 20000, 0, 0, 4.0});  // the last 30 %: 6 % of the run
+  const History h = run(job);
+  ASSERT_EQ(h.slow_ranks.size(), 1u);
+  ASSERT_FALSE(h.regressions.empty());
+  model::Report report;
+  add_history(h, report);
+  int warnings = 0, infos = 0;
+  for (const auto& f : report.findings) {
+    if (f.text.find("rank 3 slow") != std::string::npos) {
+      EXPECT_EQ(f.severity, model::Severity::kInfo) << f.text;
+    }
+    (f.severity == model::Severity::kWarning ? warnings : infos)++;
+  }
+  EXPECT_EQ(warnings, 1) << "the network regression";
+  EXPECT_GE(infos, 1);
+}
+
 TEST(History, ASteadyRunShowsNothing) {
   SimJob job;
   job.steps = 3000;
