@@ -156,6 +156,8 @@ TEST(GpuRanks, StepSummariesOfAFakeDdpJob) {
   std::map<uint32_t, std::vector<uint32_t>> seq_of_step;
   for (const auto& t : run.ranks) {
     SCOPED_TRACE("rank " + std::to_string(t.info.rank));
+    double compute_sum = 0;
+    int compute_steps = 0;
     ASSERT_GE(t.steps.size(), 39u);
     ASSERT_LE(t.steps.size(), 40u);
     for (std::size_t i = 0; i < t.steps.size(); ++i) {
@@ -171,10 +173,20 @@ TEST(GpuRanks, StepSummariesOfAFakeDdpJob) {
       EXPECT_GT(st.arrive_ns, 0);
       EXPECT_GT(st.sync_ns, st.arrive_ns);
       if ((st.prefix.flags & ncclwatch::format::kStepLast) != 0) continue;
+      // Steps start at the host's entry into their first bucket; the fake GPU runs the kernels
+      // when it gets to them. On a busy machine the host runs ahead of the GPU by a varying
+      // amount, so a step's clip takes a varying slice of its neighbour's kernels (seen: 370 us
+      // of 10 ms): each step is near the modelled compute, their mean is the modelled compute.
       const uint32_t compute = t.info.rank == 2 ? 15'000 : 10'000;
-      EXPECT_NEAR(st.compute_us, compute, 100);
+      EXPECT_NEAR(st.compute_us, compute, compute / 10);
       EXPECT_LE(st.compute_us + st.exposed_us + st.idle_us, st.duration_us + 1);
+      if (i > 0) {  // the first step holds the broadcast's and warm-up's edge
+        compute_sum += st.compute_us;
+        ++compute_steps;
+      }
     }
+    ASSERT_GT(compute_steps, 30);
+    EXPECT_NEAR(compute_sum / compute_steps, t.info.rank == 2 ? 15'000 : 10'000, 100);
   }
   for (const auto& [step, seqs] : seq_of_step) {
     if (seqs.size() < 4) continue;  // the last step may end differently
