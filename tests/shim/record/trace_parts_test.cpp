@@ -52,8 +52,9 @@ File read(const std::string& path) {
   if (data.size() < sizeof f.header) return f;
   std::memcpy(&f.header, data.data(), sizeof f.header);
   f.records.resize((data.size() - sizeof f.header) / sizeof(format::Record));
-  std::memcpy(f.records.data(), data.data() + sizeof f.header,
-              f.records.size() * sizeof(format::Record));
+  if (!f.records.empty())  // data() of an empty vector may be null: memcpy must not get it
+    std::memcpy(f.records.data(), data.data() + sizeof f.header,
+                f.records.size() * sizeof(format::Record));
   return f;
 }
 
