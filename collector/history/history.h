@@ -30,6 +30,20 @@ class StepSource {
   virtual ~StepSource() = default;
   // The next summary; false at the end.
   virtual bool next(format::StepRecord& out) = 0;
+  // Why GPU timing ran only inside capture windows, or stayed on (NCCLWATCH_SUMMARY_GPU): the
+  // first GpuTimingRecord of reason auto or setting read so far; nullptr: none.
+  virtual const format::GpuTimingRecord* gpu_decision() const { return nullptr; }
+};
+
+// How GPU timing ran outside capture windows (NCCLWATCH_SUMMARY_GPU), from the first rank that
+// wrote a decision.
+struct GpuSwitchInfo {
+  bool known = false;         // a rank wrote one (else: GPU timing throughout, or none)
+  bool windows_only = false;  // off outside windows: steps there have no GPU figures
+  bool automatic = false;     // the auto decision (else NCCLWATCH_SUMMARY_GPU=off)
+  bool lite = false;          // units are NCCL calls (lite mode), else kernels
+  double units_per_step = 0, unit_cost_us = 0, step_ms = 0, cost_pct = 0;
+  std::size_t ranks = 0;  // ranks that wrote a decision
 };
 
 // One rank over a period: means over the steps it summarized there.
@@ -89,6 +103,7 @@ struct History {
   int64_t start_wall_ns = 0, end_wall_ns = 0;
   format::StepSource source = format::StepSource::kCollectives;
   format::StepTiming timing = format::StepTiming::kNone;
+  GpuSwitchInfo gpu_switch;
   bool clocks_from_sync = false;  // hosts aligned by the first collective's common GPU end
   uint64_t out_of_order = 0;      // summaries skipped: a step number a rank had passed already
   std::vector<Period> periods;

@@ -12,6 +12,31 @@
 
 namespace ncclwatch::history {
 
+namespace {
+
+GpuSwitchInfo gpu_switch_of(const std::vector<std::unique_ptr<StepSource>>& sources) {
+  GpuSwitchInfo info;
+  for (const auto& source : sources) {
+    const format::GpuTimingRecord* g = source->gpu_decision();
+    if (g == nullptr) continue;
+    ++info.ranks;
+    if (info.known) continue;
+    info.known = true;
+    info.windows_only = g->prefix.u8a == 0;
+    info.automatic = g->prefix.u8b == static_cast<uint8_t>(format::GpuTimingReason::kAuto);
+    info.lite = g->prefix.tid == 2;
+    info.units_per_step = g->units_per_step_x100 / 100.0;
+    info.unit_cost_us = g->unit_cost_ns / 1e3;
+    info.step_ms = static_cast<double>(g->step_ns) / 1e6;
+    info.cost_pct = g->step_ns > 0 ? 100.0 * info.units_per_step * g->unit_cost_ns /
+                                         static_cast<double>(g->step_ns)
+                                   : 0.0;
+  }
+  return info;
+}
+
+}  // namespace
+
 History build_history(std::vector<RankSource> ranks,
                       std::vector<std::unique_ptr<StepSource>>& sources,
                       const HistoryOptions& options) {
@@ -61,6 +86,7 @@ History build_history(std::vector<RankSource> ranks,
     ++h.steps;
     folder.add(step, cur);
   }
+  h.gpu_switch = gpu_switch_of(sources);
   h.periods = folder.finish();
   h.clocks_from_sync = folder.clocks_from_sync();
   if (!h.periods.empty()) {

@@ -38,6 +38,21 @@ std::string timing_words(format::StepTiming t) {
   }
 }
 
+// How GPU timing ran outside windows (NCCLWATCH_SUMMARY_GPU), with the auto decision's figures:
+// "GPU figures only inside capture windows (auto: 80 kernels/step x 2 us = 5.5% of a 2.9 ms
+// step)".
+std::string gpu_switch_words(const History& h) {
+  const GpuSwitchInfo& g = h.gpu_switch;
+  if (!g.known) return timing_words(h.timing);
+  std::string why = "NCCLWATCH_SUMMARY_GPU=off";
+  if (g.automatic)
+    why = fmt::format("auto: {:.4g} {}/step x {:.3g} us = {:.2g}% of a {} step", g.units_per_step,
+                      g.lite ? "NCCL calls" : "kernels", g.unit_cost_us, g.cost_pct,
+                      analysis::human_time(g.step_ms * 1e6));
+  if (g.windows_only) return fmt::format("GPU figures only inside capture windows ({})", why);
+  return fmt::format("{} ({}: kept on)", timing_words(h.timing), why);
+}
+
 std::string source_words(format::StepSource s) {
   switch (s) {
     case format::StepSource::kNvtx:
@@ -196,7 +211,7 @@ void add_history(const History& h, model::Report& report, const HistoryReportOpt
   std::string body =
       fmt::format("{} ranks, {} steps ({}-{}), {} to {} UTC; {}, {}{}\n", h.ranks.size(), h.steps,
                   h.first_step, h.last_step, wall_text(h.start_wall_ns, date),
-                  wall_text(h.end_wall_ns, date), source_words(h.source), timing_words(h.timing),
+                  wall_text(h.end_wall_ns, date), source_words(h.source), gpu_switch_words(h),
                   h.clocks_from_sync ? ", hosts aligned by the first collective's GPU end" : "");
   body += table(h, o.rows);
   std::size_t left = 0;
@@ -227,6 +242,25 @@ void add_history(const History& h, model::Report& report, const HistoryReportOpt
   report.sections.insert(report.sections.begin(), {"History", body});
   report.json["history"] = history_json(h);
 }
+
+namespace {
+
+nlohmann::json gpu_switch_json(const GpuSwitchInfo& g) {
+  if (!g.known) return nullptr;
+  nlohmann::json j = {{"outside_windows", g.windows_only ? "off" : "on"},
+                      {"decided_by", g.automatic ? "auto" : "setting"},
+                      {"ranks", g.ranks}};
+  if (g.automatic) {
+    j["units"] = g.lite ? "nccl_calls" : "kernels";
+    j["units_per_step"] = g.units_per_step;
+    j["unit_cost_us"] = g.unit_cost_us;
+    j["step_ms"] = g.step_ms;
+    j["cost_pct"] = g.cost_pct;
+  }
+  return j;
+}
+
+}  // namespace
 
 nlohmann::json history_json(const History& h) {
   using nlohmann::json;
@@ -296,6 +330,7 @@ nlohmann::json history_json(const History& h) {
           {"end_realtime_ns", h.end_wall_ns},
           {"step_source", trace::step_source_name(static_cast<uint8_t>(h.source))},
           {"timing", trace::step_timing_name(static_cast<uint8_t>(h.timing))},
+          {"gpu_timing", gpu_switch_json(h.gpu_switch)},
           {"clocks", h.clocks_from_sync ? "sync" : "wall"},
           {"out_of_order", h.out_of_order},
           {"periods", periods},

@@ -19,6 +19,12 @@ bool StepStream::next(format::StepRecord& out) {
   for (;;) {
     while (at_ < chunk_.size()) {
       const format::Record& r = chunk_[at_++];
+      if (r.prefix.kind == format::RecordKind::kGpuTiming && !has_decision_ &&
+          r.prefix.u8b != static_cast<uint8_t>(format::GpuTimingReason::kWindow) &&
+          trace::record_problem(r) == nullptr) {
+        decision_ = r.gpu_timing;
+        has_decision_ = true;
+      }
       if (r.prefix.kind != format::RecordKind::kStep) continue;
       if (trace::record_problem(r) != nullptr) {
         ++skipped_;

@@ -21,6 +21,9 @@ class StepStream : public StepSource {
   explicit StepStream(std::vector<std::string> parts);
 
   bool next(format::StepRecord& out) override;
+  const format::GpuTimingRecord* gpu_decision() const override {
+    return has_decision_ ? &decision_ : nullptr;
+  }
 
   const std::vector<std::string>& problems() const { return problems_; }
   uint64_t skipped() const { return skipped_; }
@@ -35,6 +38,8 @@ class StepStream : public StepSource {
   std::span<const format::Record> chunk_;
   std::size_t at_ = 0;
   uint64_t skipped_ = 0;
+  bool has_decision_ = false;
+  format::GpuTimingRecord decision_{};
   std::vector<std::string> problems_;
 };
 

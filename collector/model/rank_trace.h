@@ -237,6 +237,8 @@ struct RankTrace {
   // Per-step summaries (layout version 5), in step order, and the capture windows in start order.
   std::vector<format::StepRecord> steps;
   std::vector<WindowMark> windows;
+  // GPU timing switched on or off (NCCLWATCH_SUMMARY_GPU), in the order written.
+  std::vector<format::GpuTimingRecord> gpu_timing;
 
   const std::string& name_of(uint32_t id) const { return id < names.size() ? names[id] : names[0]; }
 };

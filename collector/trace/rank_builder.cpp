@@ -277,6 +277,9 @@ void RankBuilder::add_one(const format::Record& r) {
     case RecordKind::kWindow:
       add_window(r.window);
       break;
+    case RecordKind::kGpuTiming:
+      trace_.gpu_timing.push_back(r.gpu_timing);
+      break;
     case RecordKind::kInvalid:
     case RecordKind::kCount:
       break;

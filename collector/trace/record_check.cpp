@@ -101,6 +101,15 @@ const char* check_window(const format::WindowRecord& r) {
   return check_span(r.start_ns, r.end_ns, "window ends before it starts");
 }
 
+const char* check_gpu_timing(const format::GpuTimingRecord& r) {
+  if (r.prefix.u8a > 1) return "GPU timing neither on nor off";
+  if (r.prefix.u8b >= static_cast<uint8_t>(format::GpuTimingReason::kCount))
+    return "GPU timing change with an unknown reason";
+  if (r.t_ns < 0 || r.t_ns > kMaxTimeNs) return "implausible GPU timing change time";
+  if (r.step_ns < 0 || r.step_ns > kMaxTimeNs) return "implausible measured step time";
+  return nullptr;
+}
+
 }  // namespace
 
 const char* record_problem(const format::Record& rec) noexcept {
@@ -170,6 +179,8 @@ const char* record_problem(const format::Record& rec) noexcept {
       return check_step(rec.step);
     case RecordKind::kWindow:
       return check_window(rec.window);
+    case RecordKind::kGpuTiming:
+      return check_gpu_timing(rec.gpu_timing);
     case RecordKind::kInvalid:
       return "all-zero record kind (never written)";
     case RecordKind::kCount:

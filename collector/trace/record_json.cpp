@@ -216,6 +216,7 @@ void add_step(json& j, const Record& r, const StringTable&) {
   j["detail"] = has_flag(r, format::kStepDetail);
   j["gpu_partial"] = has_flag(r, format::kStepGpuPartial);
   j["last"] = has_flag(r, format::kStepLast);
+  j["gpu_off"] = has_flag(r, format::kStepGpuOff);
 }
 
 json step_or_null(uint64_t step) {
@@ -239,6 +240,19 @@ void add_window(json& j, const Record& r, const StringTable& names) {
   j["text"] = name_of(names, r.prefix.tid);
 }
 
+void add_gpu_timing(json& j, const Record& r, const StringTable&) {
+  const format::GpuTimingRecord& g = r.gpu_timing;
+  j["on"] = r.prefix.u8a != 0;
+  j["reason"] = gpu_timing_reason_name(r.prefix.u8b);
+  j["mode"] = r.prefix.tid;
+  j["t_ns"] = g.t_ns;
+  j["step_ns"] = g.step_ns;
+  j["units_per_step"] = g.units_per_step_x100 / 100.0;
+  j["unit_cost_ns"] = g.unit_cost_ns;
+  j["limit_ppm"] = g.limit_ppm;
+  j["measured_steps"] = g.measured_steps;
+}
+
 // A kind this reader does not know: the raw prefix, so nothing is hidden.
 void add_raw(json& j, const Record& r, const StringTable&) {
   j["u8a"] = r.prefix.u8a;
@@ -249,10 +263,11 @@ void add_raw(json& j, const Record& r, const StringTable&) {
 using FieldWriter = void (*)(json&, const Record&, const StringTable&);
 
 // Indexed by RecordKind: the one list of how each kind's fields are named.
-constexpr FieldWriter kFieldWriters[] = {
-    add_raw,   add_call,      add_group,     add_comm,        add_comm_end, add_identity,
-    add_clock, add_kernel,    add_string,    add_kernel_link, add_coll_gpu, add_launch,
-    add_nvtx,  add_unique_id, add_in_flight, add_sched,       add_step,     add_window};
+constexpr FieldWriter kFieldWriters[] = {add_raw,      add_call,        add_group,     add_comm,
+                                         add_comm_end, add_identity,    add_clock,     add_kernel,
+                                         add_string,   add_kernel_link, add_coll_gpu,  add_launch,
+                                         add_nvtx,     add_unique_id,   add_in_flight, add_sched,
+                                         add_step,     add_window,      add_gpu_timing};
 static_assert(std::size(kFieldWriters) == static_cast<std::size_t>(RecordKind::kCount));
 
 }  // namespace

@@ -15,7 +15,7 @@ using model::enum_names;
 constexpr auto kKindNames = enum_names<format::RecordKind>(
     {"invalid", "call", "group", "comm", "comm_end", "identity", "clock", "kernel", "string",
      "kernel_link", "coll_gpu", "launch", "nvtx", "unique_id", "in_flight", "sched", "step",
-     "window"});
+     "window", "gpu_timing"});
 constexpr auto kActivityNames = enum_names<format::ActivityKind>({"kernel", "memcpy", "memset"});
 constexpr auto kLaunchApiNames = enum_names<format::LaunchApi>(
     {"other", "runtime_kernel", "runtime_graph", "driver_kernel", "driver_graph"});
@@ -29,6 +29,8 @@ constexpr auto kStepSourceNames =
 constexpr auto kStepTimingNames = enum_names<format::StepTiming>({"none", "cupti", "cuda-events"});
 constexpr auto kWindowTriggerNames = enum_names<format::WindowTrigger>(
     {"whole-run", "schedule", "on-demand", "step-time", "wait", "hang"});
+constexpr auto kGpuTimingReasonNames =
+    enum_names<format::GpuTimingReason>({"setting", "auto", "window"});
 static_assert(format::kTraceStateOpen == 1 && format::kTraceStateSalvaged == 3);
 
 std::string unknown(unsigned raw) {
@@ -89,6 +91,10 @@ std::string step_timing_name(uint8_t raw) {
 
 std::string window_trigger_name(uint8_t raw) {
   return name_in(kWindowTriggerNames, raw);
+}
+
+std::string gpu_timing_reason_name(uint8_t raw) {
+  return name_in(kGpuTimingReasonNames, raw);
 }
 
 std::string trace_state_name(uint32_t state) {

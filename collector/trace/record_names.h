@@ -43,6 +43,10 @@ std::string step_timing_name(uint8_t raw);
 // "hang" (format::WindowTrigger); "unknown(N)".
 std::string window_trigger_name(uint8_t raw);
 
+// Why GPU timing was switched: "setting", "auto", "window" (format::GpuTimingReason);
+// "unknown(N)".
+std::string gpu_timing_reason_name(uint8_t raw);
+
 // A trace header's state: "open", "closed", "salvaged" (format::kTraceState*); "unknown(N)".
 std::string trace_state_name(uint32_t state);
 

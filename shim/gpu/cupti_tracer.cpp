@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "record/gpu_gate.h"
 #include "record/recorder.h"
 
 namespace ncclwatch::shim::gpu {
@@ -287,6 +288,41 @@ CUptiResult CuptiTracer::subscribe_and_enable(bool with_timestamp_callback, std:
   return CUPTI_SUCCESS;
 }
 
+// The launch callbacks subscribe_and_enable turned on: the driver launches' (links, launch
+// records) and, with every kernel kept, the runtime launches'.
+void CuptiTracer::enable_callbacks(bool on) noexcept {
+  if (subscriber_ == nullptr) return;
+  for (CUpti_CallbackId cbid : kLaunchCbids)
+    api_.EnableCallback(on ? 1 : 0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+  if (options_.filter.policy() == KernelFilter::Policy::kAll) {
+    for (CUpti_CallbackId cbid : kRuntimeLaunchCbids)
+      api_.EnableCallback(on ? 1 : 0, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, cbid);
+  }
+}
+
+void CuptiTracer::switch_activity(bool on) noexcept {
+  if (!started()) return;
+  std::lock_guard<std::mutex> lock(switch_mutex_);
+  if (activity_on_.load(std::memory_order_relaxed) == on) return;
+  if (on) {
+    api_.ActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    api_.ActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY);
+    api_.ActivityEnable(CUPTI_ACTIVITY_KIND_MEMSET);
+    enable_callbacks(true);
+    activity_on_.store(true, std::memory_order_relaxed);
+    publish_gpu_timing_applied(true, now_ns());  // every launch from here on is seen
+    return;
+  }
+  const int64_t t = now_ns();  // every launch before here was seen
+  enable_callbacks(false);
+  api_.ActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  api_.ActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY);
+  api_.ActivityDisable(CUPTI_ACTIVITY_KIND_MEMSET);
+  api_.ActivityFlushAll(0);  // the window's records now, not at the next periodic flush
+  activity_on_.store(false, std::memory_order_relaxed);
+  publish_gpu_timing_applied(false, t);
+}
+
 void CuptiTracer::unsubscribe() noexcept {
   if (subscriber_ != nullptr) api_.Unsubscribe(subscriber_);
   subscriber_ = nullptr;
@@ -328,6 +364,8 @@ void CuptiTracer::background() noexcept {
         !recovered_.load(std::memory_order_acquire)) {
       recover_from_zero_timestamps();
     }
+    const bool want = gpu_timing_wanted();
+    if (want != activity_on_.load(std::memory_order_relaxed)) switch_activity(want);
     if (std::chrono::steady_clock::now() >= next_flush) {
       api_.ActivityFlushAll(0);  // completed buffers only; never waits for the GPU
       next_flush = std::chrono::steady_clock::now() + period;
@@ -365,6 +403,8 @@ void CuptiTracer::recover_from_zero_timestamps() noexcept {
   std::fprintf(stderr,
                "ncclwatch: CUPTI returned zero kernel timestamps (CUDA 12.6u2-13.0 bug): "
                "switched to a measured CUPTI clock offset\n");
+  // Attached again with every kind on: the background loop switches them off again if wanted.
+  if (!activity_on_.exchange(true)) publish_gpu_timing_applied(true, now_ns());
 }
 
 void CuptiTracer::flush() noexcept {

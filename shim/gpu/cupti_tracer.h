@@ -40,12 +40,19 @@ class CuptiTracer {
   void stop() noexcept;  // flush, stop the background thread (exit path)
   bool started() const noexcept { return started_.load(std::memory_order_acquire); }
   bool clock_measured() const noexcept { return clock_.measured(); }
+  // GPU timing per window (record/gpu_gate.h): off disables the kernel, memcpy and memset
+  // activity kinds and the launch callbacks (NVTX markers stay: steps may come from them), then
+  // hands over what CUPTI holds (cuptiActivityFlushAll); on enables them again. Called by the
+  // background thread when the gate changes (and by benchmarks); publishes what it applied.
+  void switch_activity(bool on) noexcept;
+  bool activity_on() const noexcept { return activity_on_.load(std::memory_order_relaxed); }
   ConverterStats stats();
   const std::string& cupti_path() const noexcept { return api_.path; }
 
  private:
   CuptiTracer() = default;
   CUptiResult subscribe_and_enable(bool with_timestamp_callback, std::string& why);
+  void enable_callbacks(bool on) noexcept;
   void unsubscribe() noexcept;
   void background() noexcept;
   void recover_from_zero_timestamps() noexcept;
@@ -68,6 +75,8 @@ class CuptiTracer {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> zero_ts_seen_{false};
   std::atomic<bool> recovered_{false};
+  std::atomic<bool> activity_on_{true};
+  std::mutex switch_mutex_;  // the background thread and a benchmark's direct calls
   std::thread thread_;
 };
 

@@ -8,6 +8,7 @@
 #include "cupti_tracer.h"
 #include "library_finder.h"
 #include "lite_timer.h"
+#include "record/gpu_gate.h"
 #include "record/settings.h"
 
 namespace ncclwatch::shim::gpu {
@@ -170,7 +171,13 @@ void GpuTimeline::before_call(const InFlightCall& call) noexcept {
   }
   if (mode_ == TimingMode::kHostOnly) return;
   bool captured = check_capture(call);
-  if (mode_ == TimingMode::kLite && !captured) lite().before_call(call);
+  if (mode_ != TimingMode::kLite || captured) return;
+  // GPU timing per window (record/gpu_gate.h): one relaxed load.
+  if (gpu_timing_wanted()) {
+    lite().before_call(call);
+  } else {
+    lite().skip_call(call);
+  }
 }
 
 void GpuTimeline::after_call(const InFlightCall& call, int result) noexcept {

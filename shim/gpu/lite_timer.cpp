@@ -111,6 +111,11 @@ void LiteTimer::before_call(const InFlightCall& call) noexcept {
   }
 }
 
+void LiteTimer::skip_call(const InFlightCall& call) noexcept {
+  tls.n_armed = 0;
+  if (call.func == format::Func::kGroupEnd && call.group_depth <= 1) tls.n_group_streams = 0;
+}
+
 void LiteTimer::after_call(const InFlightCall&, int result) noexcept {
   // ncclSuccess (0) or ncclInProgress (7): the work is (being) enqueued.
   // A failed call enqueued nothing: no GPU time to lose. A call that worked and whose end event

@@ -33,6 +33,9 @@ class LiteTimer {
 
   void before_call(const InFlightCall& call) noexcept;
   void after_call(const InFlightCall& call, int result) noexcept;
+  // A call left untimed on purpose (GPU timing switched off outside windows): forgets what this
+  // thread armed or gathered for a group, so a later group does not time its streams.
+  void skip_call(const InFlightCall& call) noexcept;
 
   // Processes every completed slot now (tests, exit). Returns records emitted.
   std::size_t poll() noexcept;

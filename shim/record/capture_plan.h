@@ -51,6 +51,9 @@ class CapturePlan {
   bool in_window(int64_t start_ns, int64_t end_ns) const;
   bool detail_all() const { return all_; }
   bool open() const;
+  // Whether a window is open, or due within `lead_ns` (every:DURATION) or `lead_steps` steps
+  // (steps requested or scheduled): GPU timing must run by then (gpu_switch.h).
+  bool detail_soon(int64_t now, int64_t lead_ns, uint64_t lead_steps) const;
 
   // A step started (step_summarizer.h, in step order): opens and closes step-aligned windows.
   void step_started(uint64_t step, int64_t start_ns, bool exact = false);

@@ -84,6 +84,16 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
   });
   r->summarizer_.set_in_window(
       [p = r.get()](int64_t start, int64_t end) { return p->plan_.in_window(start, end); });
+  r->gpu_switch_.start(r->settings_.summary_gpu, r->settings_.detail == DetailLevel::kAll,
+                       [p = r.get()](const format::Record& rec) { p->push_own(rec); });
+  r->summarizer_.set_gpu_covered(
+      [p = r.get()](int64_t start, int64_t end) { return p->gpu_switch_.covered(start, end); });
+  r->summarizer_.set_summarized([p = r.get()](const format::StepRecord& step, uint32_t kernels) {
+    const uint64_t filtered =
+        std::atomic_ref<uint64_t>(p->segment_->header()->losses.kernels_filtered)
+            .load(std::memory_order_relaxed);
+    p->gpu_switch_.observe_step(step, kernels, filtered, p->timing_mode());
+  });
   r->kept_.reserve(kDrainBatch);
   r->emit_clock();
   r->plan_.start(
@@ -237,6 +247,7 @@ void RecorderInstance::drain_loop() {
       summarizer_.flush(now_ns(), false);
       poll_requests(now_ns());
       plan_.poll(now_ns());
+      update_gpu_switch(now_ns());
       enforce_budget();
     }
     // Held (tests only): nothing but what the application emits, so counts are deterministic.
@@ -299,10 +310,21 @@ void RecorderInstance::drain_rest() {
   }
 }
 
+uint32_t RecorderInstance::timing_mode() const {
+  return std::atomic_ref<uint32_t>(segment_->header()->mode).load(std::memory_order_relaxed);
+}
+
+void RecorderInstance::update_gpu_switch(int64_t now) {
+  const int64_t step_ns = summarizer_.median_step_ns();
+  const uint64_t lead_steps =
+      step_ns > 0 ? static_cast<uint64_t>(GpuSwitch::kLeadNs / step_ns) + 1 : 1;
+  gpu_switch_.poll(now, timing_mode(), plan_.detail_soon(now, GpuSwitch::kLeadNs, lead_steps));
+}
+
 // GPU records come (and steps wait for them) when the GPU timeline runs: CUPTI (which also
 // brings NVTX ranges) or CUDA events.
 void RecorderInstance::update_summary_timing() {
-  const uint32_t mode = std::atomic_ref<uint32_t>(segment_->header()->mode).load();
+  const uint32_t mode = timing_mode();
   summarizer_.set_gpu_expected(mode == 1 || mode == 2);
   if (mode != 1) summarizer_.set_nvtx_wait(0);
 }

@@ -13,6 +13,7 @@
 
 #include "record/capture_inbox.h"
 #include "record/capture_plan.h"
+#include "record/gpu_switch.h"
 #include "record/in_flight_monitor.h"
 #include "record/ring.h"
 #include "record/sched_sampler.h"
@@ -66,6 +67,9 @@ class RecorderInstance {
   // NCCLWATCH_MAX_MB: the oldest detail goes (trace_parts.h).
   void enforce_budget();
   void update_summary_timing();
+  // NCCLWATCH_SUMMARY_GPU: GPU timing on or off for what the windows need (gpu_switch.h).
+  void update_gpu_switch(int64_t now);
+  uint32_t timing_mode() const;
 
   Settings settings_;
   std::unique_ptr<Segment> segment_;
@@ -76,6 +80,7 @@ class RecorderInstance {
   SchedSampler sched_;  // the drain thread's, and finish()'s once it has stopped
   StepSummarizer summarizer_;
   CapturePlan plan_;
+  GpuSwitch gpu_switch_;
   CaptureInbox inbox_;
   std::vector<format::Record> kept_;           // the batch's records that reach the file
   const format::Record* observing_ = nullptr;  // the record the summarizer is looking at

@@ -128,6 +128,9 @@ std::string absolute(const std::string& path) {
 constexpr std::pair<const char*, DetailLevel> kDetailWords[] = {{"all", DetailLevel::kAll},
                                                                 {"windows", DetailLevel::kWindows}};
 
+constexpr std::pair<const char*, SummaryGpu> kSummaryGpuWords[] = {
+    {"auto", SummaryGpu::kAuto}, {"on", SummaryGpu::kOn}, {"off", SummaryGpu::kOff}};
+
 // Tiers and capture windows (docs/always-on.md).
 void read_capture_settings(VariableReader& in, Settings& s) {
   if (const char* v = in.choice(Id::kDetail, kDetailWords, s.detail)) in.bad(Id::kDetail, v);
@@ -140,6 +143,8 @@ void read_capture_settings(VariableReader& in, Settings& s) {
     }
   }
   in.integer(Id::kMaxMb, 1, 1 << 20, s.max_mb);
+  if (const char* v = in.choice(Id::kSummaryGpu, kSummaryGpuWords, s.summary_gpu))
+    in.bad(Id::kSummaryGpu, v);
 }
 
 void read_recorder_settings(EnvLookup env, VariableReader& in, Settings& s) {

@@ -30,6 +30,7 @@ enum class GpuMode : uint8_t { kFull, kLite, kHost };                   // NCCLW
 enum class KernelPolicy : uint8_t { kAll, kNccl, kSampled };            // NCCLWATCH_KERNELS
 enum class CuptiClockChoice : uint8_t { kAuto, kCallback, kMeasured };  // NCCLWATCH_CUPTI_CLOCK
 enum class DetailLevel : uint8_t { kWindows, kAll };                    // NCCLWATCH_DETAIL
+enum class SummaryGpu : uint8_t { kAuto, kOn, kOff };                   // NCCLWATCH_SUMMARY_GPU
 
 // One item of NCCLWATCH_CAPTURE (docs/always-on.md, "Capture windows").
 struct CaptureItem {
@@ -63,6 +64,7 @@ struct Settings {
   DetailLevel detail = DetailLevel::kWindows;
   std::vector<CaptureItem> capture{CaptureItem{CaptureItem::Kind::kFirst, 50, 0, 0}};
   uint64_t max_mb = 256;  // NCCLWATCH_MAX_MB: the trace parts of this process together
+  SummaryGpu summary_gpu = SummaryGpu::kAuto;  // GPU timing outside windows (gpu_switch.h)
   bool test_drain_hold = false;
   int64_t test_clock_offset_ns = 0;
   // The GPU timeline.

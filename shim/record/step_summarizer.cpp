@@ -222,6 +222,9 @@ void StepSummarizer::place(const Record& r) {
                         : (r.prefix.flags & format::kKernelIsNccl) != 0 ? kNccl
                                                                         : kCompute;
       place_gpu(r.kernel.start_ns, r.kernel.end_ns, which, true);
+      if (which != kOther) {
+        if (Step* st = step_at(r.kernel.start_ns)) ++st->kernels;
+      }
       const auto it = ref_correlation_.find(r.kernel.correlation);
       if (it != ref_correlation_.end() && which == kNccl) {
         ref_gpu_end_[it->second] = r.kernel.end_ns;
@@ -373,7 +376,8 @@ void StepSummarizer::flush(int64_t now, bool final) {
       open_.pop_front();
       continue;
     }
-    const bool gpu_done = !gpu_expected_ || gpu_watermark_ns_ >= s.end_ns;
+    const bool gpu_done = !gpu_expected_ || gpu_watermark_ns_ >= s.end_ns ||
+                          (gpu_covered_ && !gpu_covered_(s.start_ns, s.end_ns));
     const bool due = now >= s.end_ns + options_.host_grace_ns &&
                      (gpu_done || now >= s.end_ns + options_.gpu_grace_ns);
     if (!final && !due) break;
@@ -407,7 +411,10 @@ void StepSummarizer::summarize(Step& s, bool last, bool partial) {
     }
   }
   out.compute_us = out.exposed_us = out.idle_us = format::kStepUnknownUs;
-  if (s.cupti) {
+  if (gpu_covered_ && !gpu_covered_(s.start_ns, end)) {
+    // GPU timing was off for some of it: no figures rather than a part of them.
+    out.prefix.flags |= format::kStepGpuOff;
+  } else if (s.cupti) {
     out.prefix.u8b = static_cast<uint8_t>(format::StepTiming::kCupti);
     out.compute_us = saturating_us(s.compute.length(s.start_ns, end));
     out.exposed_us = saturating_us(IntervalList::length_minus(s.nccl, s.compute, s.start_ns, end));
@@ -430,6 +437,7 @@ void StepSummarizer::summarize(Step& s, bool last, bool partial) {
     if (recent_durations_.size() > 16) recent_durations_.pop_front();
   }
   if (emit_) emit_(rec);
+  if (summarized_) summarized_(out, s.kernels);
 }
 
 }  // namespace ncclwatch::shim

@@ -47,11 +47,20 @@ class StepSummarizer {
   // Whether full detail was kept over [start, end) (the StepRecord's kStepDetail flag).
   using InWindow = std::function<bool(int64_t start_ns, int64_t end_ns)>;
 
+  // Called for every StepRecord made, with the CUPTI kernel records placed in its step (the
+  // auto decision of NCCLWATCH_SUMMARY_GPU counts kernels per step: gpu_switch.h).
+  using Summarized = std::function<void(const format::StepRecord& step, uint32_t kernels)>;
+  // Whether GPU timing ran throughout [start, end) (it is switched per window: gpu_switch.h); a
+  // step it did not cover has no GPU figures (kStepGpuOff) and waits for no GPU record.
+  using GpuCovered = std::function<bool(int64_t start_ns, int64_t end_ns)>;
+
   StepSummarizer() = default;
   explicit StepSummarizer(const Options& options) : options_(options) {}
   void set_emit(Emit emit) { emit_ = std::move(emit); }
   void set_step_started(StepStarted f) { step_started_ = std::move(f); }
   void set_in_window(InWindow f) { in_window_ = std::move(f); }
+  void set_summarized(Summarized f) { summarized_ = std::move(f); }
+  void set_gpu_covered(GpuCovered f) { gpu_covered_ = std::move(f); }
   // Whether GPU records are coming (a step then waits for them); the drain thread says so as the
   // timing mode and the capture windows change.
   void set_gpu_expected(bool expected) { gpu_expected_ = expected; }
@@ -89,6 +98,7 @@ class StepSummarizer {
     std::vector<CallItem> calls;
     IntervalList compute, nccl, other;
     bool cupti = false, events = false;
+    uint32_t kernels = 0;  // CUPTI kernel records starting in it
     int64_t last_event_ns = 0;
     // Holds what comes before the first step is known (NVTX ranges arrive after their step's
     // records): moved into the first step when it starts, never summarized.
@@ -114,6 +124,8 @@ class StepSummarizer {
   Emit emit_;
   StepStarted step_started_;
   InWindow in_window_;
+  Summarized summarized_;
+  GpuCovered gpu_covered_;
   bool gpu_expected_ = false;
 
   // Learning.

@@ -143,7 +143,8 @@ enum class RecordKind : uint8_t {
   kSched = 15,      // SchedRecord: CPU time and run-queue wait of a thread that calls NCCL (v4)
   kStep = 16,       // StepRecord: one step of this rank, summarized by the drain thread (v5)
   kWindow = 17,     // WindowRecord: a capture window opened or closed (v5)
-  kCount = 18,
+  kGpuTiming = 18,  // GpuTimingRecord: GPU timing switched on or off (v5, later: see there)
+  kCount = 19,
 };
 
 // The two tiers (docs/always-on.md). Detail kinds are written to the trace file only inside a
@@ -423,6 +424,9 @@ enum class StepTiming : uint8_t { kNone = 0, kCupti = 1, kEvents = 2, kCount = 3
 inline constexpr uint8_t kStepDetail = 1u << 0;      // inside a capture window: full detail kept
 inline constexpr uint8_t kStepGpuPartial = 1u << 1;  // summarized before all its GPU records came
 inline constexpr uint8_t kStepLast = 1u << 2;        // the run ended inside it (end = last event)
+// GPU timing was switched off for some of it (NCCLWATCH_SUMMARY_GPU, GpuTimingRecord): its GPU
+// figures are unknown (timing kNone), not zero.
+inline constexpr uint8_t kStepGpuOff = 1u << 3;
 inline constexpr uint32_t kStepUnknownUs = UINT32_MAX;  // a figure its timing source cannot give
 
 // One step of one rank, summarized by the drain thread from the records it drains (never on the
@@ -476,6 +480,33 @@ struct WindowRecord {
   uint64_t detail_records;        // close: detail records written inside it
 };
 
+// Why GPU timing was switched (GpuTimingRecord prefix.u8b).
+enum class GpuTimingReason : uint8_t {
+  kSetting = 0,  // NCCLWATCH_SUMMARY_GPU=off: GPU timing only inside capture windows
+  kAuto = 1,     // the auto decision, with the figures it was made from (on: it stays on)
+  kWindow = 2,   // a capture window is coming (on) or has ended (off)
+  kCount = 3,
+};
+
+// GPU timing (CUPTI's kernel activity and launch callbacks, or lite mode's CUDA events) switched
+// on or off at run time by the drain thread (docs/always-on.md, "GPU timing per window"). Steps
+// not wholly inside an "on" span have no GPU figures (StepRecord kStepGpuOff). The auto decision
+// (reason kAuto) carries what it was judged from: units (kernels in full mode, NCCL calls in
+// lite mode) per step x the cost of one unit against the step time. Added within version 5
+// (with no layout change); a reader that predates it skips it as an unknown kind.
+// prefix.u8a = 1 on / 0 off, u8b = GpuTimingReason, prefix.tid = the TimingMode it switches
+// (1 full, 2 lite).
+struct GpuTimingRecord {
+  RecordPrefix prefix;
+  int64_t t_ns;                  // host clock: in effect from here (on: every launch after it)
+  int64_t step_ns;               // kAuto: the mean step time measured, else 0
+  uint32_t units_per_step_x100;  // kAuto: kernels (full) or NCCL calls (lite) per step x 100
+  uint32_t unit_cost_ns;         // kAuto: the cost of one unit assumed
+  uint32_t limit_ppm;            // kAuto: the most GPU timing may cost, in millionths of the step
+  uint32_t measured_steps;       // kAuto: steps measured
+  uint8_t reserved[24];
+};
+
 union Record {
   RecordPrefix prefix;
   CallRecord call;
@@ -495,6 +526,7 @@ union Record {
   SchedRecord sched;
   StepRecord step;
   WindowRecord window;
+  GpuTimingRecord gpu_timing;
 };
 
 static_assert(sizeof(CallRecord) == kRecordSize);
@@ -514,6 +546,7 @@ static_assert(sizeof(InFlightRecord) == kRecordSize);
 static_assert(sizeof(SchedRecord) == kRecordSize);
 static_assert(sizeof(StepRecord) == kRecordSize);
 static_assert(sizeof(WindowRecord) == kRecordSize);
+static_assert(sizeof(GpuTimingRecord) == kRecordSize);
 static_assert(sizeof(Record) == kRecordSize);
 static_assert(std::is_trivially_copyable_v<Record>);
 static_assert(std::is_standard_layout_v<CallRecord>);
@@ -688,9 +721,9 @@ struct SegmentHeader {
   uint32_t mode;                   // 0 host-only, 1 full (CUPTI), 2 lite (CUDA events)
   uint32_t kernel_filter;          // NCCLWATCH_KERNELS in full mode (kernel_filter_code)
   uint32_t reserved_pad;
-  uint64_t reserved[3];               // version 2 had in_flight_overflow here (now in losses)
-  alignas(64) LossCounts losses;      // version 3
-  alignas(64) DrainCheckpoint drain;  // version 5
+  uint64_t reserved[3];                // version 2 had in_flight_overflow here (now in losses)
+  alignas(64) LossCounts losses;       // version 3
+  alignas(64) DrainCheckpoint drain;   // version 5
   alignas(64) CaptureRequest capture;  // version 5
   alignas(64) InFlightSlot in_flight[kInFlightSlots];  // version 2
 };

@@ -41,6 +41,7 @@ enum class Id : uint8_t {
   kDetail,
   kCapture,
   kMaxMb,
+  kSummaryGpu,
   kSetNcclEnv,
   kCount
 };
@@ -136,6 +137,9 @@ inline constexpr std::array<Variable, static_cast<std::size_t>(Id::kCount)> kVar
      "scheduled capture windows (with NCCLWATCH_DETAIL=windows)"},
     {Id::kMaxMb, "NCCLWATCH_MAX_MB", Type::kInteger, Reader::kShim, "256", "1..1048576",
      "disk budget per rank in MiB: at the budget the oldest detail goes first, summaries stay"},
+    {Id::kSummaryGpu, "NCCLWATCH_SUMMARY_GPU", Type::kChoice, Reader::kShim, "auto", "auto|on|off",
+     "GPU timing outside capture windows (with NCCLWATCH_DETAIL=windows): on, off (only inside "
+     "windows), or auto (off where the first steps say it would cost over 0.5 % of the step)"},
     {Id::kSetNcclEnv, "NCCLWATCH_SET_NCCL_ENV", Type::kList, Reader::kSetByShim, "unset", "",
      "the NCCL variables the shim set, so a child process's shim can tell them from the user's"},
 }};

@@ -288,5 +288,22 @@ TEST(Settings, DetailAndCaptureSchedule) {
   EXPECT_EQ(s.detail, DetailLevel::kWindows);
 }
 
+// NCCLWATCH_SUMMARY_GPU (shim/record/gpu_switch.h): auto by default, on, off; a bad value is one
+// line and auto.
+TEST(Settings, SummaryGpu) {
+  g_env = {};
+  EXPECT_EQ(read_settings(&fake_env).summary_gpu, SummaryGpu::kAuto);
+  EXPECT_EQ(settings::variable(settings::Id::kSummaryGpu).default_text, "auto");
+  g_env = {{"NCCLWATCH_SUMMARY_GPU", "on"}};
+  EXPECT_EQ(read_settings(&fake_env).summary_gpu, SummaryGpu::kOn);
+  g_env = {{"NCCLWATCH_SUMMARY_GPU", "off"}};
+  EXPECT_EQ(read_settings(&fake_env).summary_gpu, SummaryGpu::kOff);
+  g_env = {{"NCCLWATCH_SUMMARY_GPU", "sometimes"}};
+  Settings s = read_settings(&fake_env);
+  ASSERT_EQ(s.problems.size(), 1u);
+  EXPECT_NE(s.problems[0].find("bad NCCLWATCH_SUMMARY_GPU=sometimes"), std::string::npos);
+  EXPECT_EQ(s.summary_gpu, SummaryGpu::kAuto);
+}
+
 }  // namespace
 }  // namespace ncclwatch::shim
