@@ -16,10 +16,14 @@
 #  5. runs the front door too (`ncclwatch run --mode full -- torchrun ...`) and writes the report
 #     of each run (text, JSON, HTML) where the results go;
 #  6. always on (docs/always-on.md): the step-time overhead of the always tier alone (plain
-#     LD_PRELOAD, NCCLWATCH_CAPTURE=off: step summaries, CUPTI kernels for their GPU figures, no
-#     detail on disk), and a long job under the defaults where `ncclwatch capture` asks for a
-#     window mid-run: step summaries for every step, detail only in the first-50-steps window and
-#     the one asked for (scripts/gpu_always_check.py). GPUCHECK_ALWAYS=0 skips both.
+#     LD_PRELOAD, NCCLWATCH_CAPTURE=off: step summaries, no detail on disk; NCCLWATCH_SUMMARY_GPU
+#     auto: CUPTI measures the first steps, then, on the launch-bound batch, is switched off),
+#     which must stay under GPUCHECK_ALWAYS_MAX_PCT (default 8 %; it was +33 % with CUPTI on
+#     throughout) on the launch-bound batch; and a long job under the defaults where `ncclwatch
+#     capture` asks for a window mid-run: step summaries for every step, detail only in the
+#     first-50-steps window and the one asked for, CUPTI on only for those windows (switched on
+#     ahead of the one asked for, with GPU figures for its steps) and the summaries outside them
+#     host-only (scripts/gpu_always_check.py --gpu=auto-off). GPUCHECK_ALWAYS=0 skips both.
 # The full and lite runs set NCCLWATCH_DETAIL=all (detail for the whole run, as `ncclwatch run`
 # does); GPUCHECK_CONFIGS (default "none full lite always") picks the timed configurations.
 # NCCLWATCH_PREBUILT=DIR skips the build and uses DIR/lib/libncclwatch.so and DIR/tools/ncclwatch
@@ -59,8 +63,8 @@ else
 fi
 [ -f "$shim" ] && cli --version >/dev/null || { echo "gpu-check: no usable shim/CLI ($shim, $cli_bin)"; exit 2; }
 
-# A small DDP job: an MLP big enough for several gradient buckets, NVTX "step" ranges, 10
-# warm-up steps then GPUCHECK_STEPS (200) timed steps of GPUCHECK_BATCH (256) rows, each ended by
+# A small DDP job: an MLP big enough for several gradient buckets, NVTX "step" ranges,
+# GPUCHECK_WARMUP (10) warm-up steps then GPUCHECK_STEPS (200) timed steps of GPUCHECK_BATCH (256) rows, each ended by
 # a synchronize as a training loop that logs its loss is. Rank 0 prints the median step time.
 # Batch 256 is launch-bound (~80 kernels of a few us per step: the worst case for a tracer's
 # per-kernel cost); 4096 is a GPU-bound step.
@@ -87,7 +91,7 @@ def step():
             dist.all_to_all_single(a2a_out, a2a_in)
         opt.step()
     torch.cuda.synchronize()
-for _ in range(10):
+for _ in range(int(os.environ.get("GPUCHECK_WARMUP", "10"))):
     step()
 times = []
 for _ in range(int(os.environ.get("GPUCHECK_STEPS", "200"))):
@@ -173,7 +177,10 @@ else
       has none && run_job "none-$batch-$round" 1 GPUCHECK_BATCH=$batch
       has full && run_job "full-$batch-$round" 1 GPUCHECK_BATCH=$batch LD_PRELOAD="$shim" NCCLWATCH_MODE=full NCCLWATCH_DETAIL=all "${cupti_env[@]}"
       has lite && run_job "lite-$batch-$round" 1 GPUCHECK_BATCH=$batch LD_PRELOAD="$shim" NCCLWATCH_MODE=lite NCCLWATCH_DETAIL=all
-      has always && run_job "always-$batch-$round" 1 GPUCHECK_BATCH=$batch LD_PRELOAD="$shim" NCCLWATCH_CAPTURE=off "${cupti_env[@]}"
+      # Warm-up of ~6 s: the auto decision of NCCLWATCH_SUMMARY_GPU is taken once the steps are
+      # known (up to 3 s: the wait for NVTX step ranges) and 25 are summarized; the timed steps
+      # come after it, as every step of a long job does.
+      has always && run_job "always-$batch-$round" 1 GPUCHECK_BATCH=$batch GPUCHECK_WARMUP=$([ "$batch" = 256 ] && echo 2000 || echo 300) LD_PRELOAD="$shim" NCCLWATCH_CAPTURE=off "${cupti_env[@]}"
     done
   done
   has full && check_traces full-256-1 full
@@ -182,7 +189,7 @@ else
   if has always; then
     for trace in "$work/always-256-1"/*.trace; do
       cli dump "$trace" --header >"$trace.jsonl" 2>/dev/null || { fail "always: dump failed"; continue; }
-      python3 "$root/scripts/gpu_always_check.py" "$trace.jsonl" always-256 200 || failures=$((failures + 1))
+      python3 "$root/scripts/gpu_always_check.py" "$trace.jsonl" always-256 200 --gpu=auto-off || failures=$((failures + 1))
     done
   fi
 fi
@@ -205,7 +212,7 @@ if [ "${GPUCHECK_ALWAYS:-1}" = 1 ]; then
   for trace in "$work/capture"/*.trace; do
     [ -e "$trace" ] || { fail "capture: no trace file"; break; }
     cli dump "$trace" --header >"$trace.jsonl" 2>/dev/null || { fail "capture: dump failed"; continue; }
-    python3 "$root/scripts/gpu_always_check.py" "$trace.jsonl" capture 3000 schedule on-demand || failures=$((failures + 1))
+    python3 "$root/scripts/gpu_always_check.py" "$trace.jsonl" capture 3000 schedule on-demand --gpu=auto-off || failures=$((failures + 1))
   done
   cli report "$work/capture" --json "$work/capture.report.json" >"$work/capture.report.txt" 2>&1
   sed "s/^/  [capture report] /" "$work/capture.report.txt" | head -40
@@ -260,5 +267,17 @@ for batch in 256 4096; do
     echo "    $label $m ms, overhead $(overhead "$base" "$m") (runs: $(cat "$work/$config-$batch-"[0-9].ms | tr '\n' ' '))"
   done
 done
+# The always tier on the launch-bound batch: CUPTI off outside windows (NCCLWATCH_SUMMARY_GPU=auto)
+# must leave the step time within GPUCHECK_ALWAYS_MAX_PCT of no shim.
+if [ "${GPUCHECK_QUICK:-0}" != 1 ] && has always && has none; then
+  base=$(median_ms none 256)
+  m=$(median_ms always 256)
+  if python3 -c "import sys; b, m, lim = map(float, sys.argv[1:]); sys.exit(0 if (m - b) / b * 100 <= lim else 1)" \
+      "$base" "$m" "${GPUCHECK_ALWAYS_MAX_PCT:-8}" 2>/dev/null; then
+    echo "  always tier, launch-bound batch: $(overhead "$base" "$m") (limit ${GPUCHECK_ALWAYS_MAX_PCT:-8} %): passed"
+  else
+    fail "always tier, launch-bound batch: $(overhead "$base" "$m") over no shim (limit ${GPUCHECK_ALWAYS_MAX_PCT:-8} %)"
+  fi
+fi
 echo "  checks: $([ $failures -eq 0 ] && echo passed || echo "$failures FAILED")"
 [ $failures -eq 0 ]

@@ -10,17 +10,26 @@
 //                                   (another profiler holds CUPTI)
 //   NCCLWATCH_FAKE_CUPTI_ZERO_TS=1  GPU records carry zero timestamps while a timestamp callback
 //                                   is registered (the CUDA 12.6u2-13.0 bug)
+//   NCCLWATCH_FAKE_CUPTI_COUNTS=DIR at exit, DIR/fake_cupti.<pid>.txt says how many kernels ran
+//                                   and how many of them became activity records, and how many
+//                                   driver launches there were and how many reached the
+//                                   subscriber's callback (tests of switching CUPTI per window)
 // Without a timestamp callback timestamps are on CUPTI's default clock, CLOCK_REALTIME.
+// Like CUPTI, a kind or callback disabled (cuptiActivityDisable, cuptiEnableCallback(0)) gives
+// nothing for the work of that time; records already queued stay and are handed over by the
+// delivery thread or cuptiActivityFlushAll.
 #include <cupti.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -74,6 +83,24 @@ State& st() {
   return *s;
 }
 thread_local std::vector<uint32_t> tls_ranges;
+
+// What ran against what was reported (NCCLWATCH_FAKE_CUPTI_COUNTS).
+std::atomic<uint64_t> g_kernels_run{0}, g_kernels_recorded{0}, g_launches{0}, g_launch_callbacks{0};
+
+__attribute__((destructor)) void write_counts() {
+  const char* dir = std::getenv("NCCLWATCH_FAKE_CUPTI_COUNTS");
+  if (dir == nullptr || dir[0] == '\0') return;
+  const std::string path = std::string(dir) + "/fake_cupti." + std::to_string(getpid()) + ".txt";
+  if (FILE* f = std::fopen(path.c_str(), "w")) {
+    std::fprintf(f,
+                 "kernels_run %llu\nkernels_recorded %llu\nlaunches %llu\nlaunch_callbacks %llu\n",
+                 static_cast<unsigned long long>(g_kernels_run.load()),
+                 static_cast<unsigned long long>(g_kernels_recorded.load()),
+                 static_cast<unsigned long long>(g_launches.load()),
+                 static_cast<unsigned long long>(g_launch_callbacks.load()));
+    std::fclose(f);
+  }
+}
 
 // What this CUPTI's clock reads now: the client's timestamp callback, else CLOCK_REALTIME.
 int64_t cupti_now(const State& s) {
@@ -147,6 +174,7 @@ void fire(CUpti_CallbackDomain domain, uint32_t cbid, CUpti_ApiCallbackSite site
     cb = st().callback;
     user = st().userdata;
   }
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && site == CUPTI_API_ENTER) ++g_launch_callbacks;
   uint64_t correlation_data = 0;
   CUpti_CallbackData data{};
   data.callbackSite = site;
@@ -172,6 +200,7 @@ void on_launch_exit(uint32_t cbid, const void* params, uint32_t corr) {
 
 void on_launch(uint32_t cbid, const char* function, const char* symbol, const void* params,
                uint32_t corr) {
+  ++g_launches;
   fire(CUPTI_CB_DOMAIN_DRIVER_API, cbid, CUPTI_API_ENTER, function, symbol, params, corr);
 }
 
@@ -179,7 +208,9 @@ void on_activity(const NcclwatchFakeActivity* a) {
   std::lock_guard<std::mutex> lock(st().mu);
   State& s = st();
   const int64_t d = clock_delta();
+  if (a->kind == kFakeKernel) ++g_kernels_run;
   if (a->kind == kFakeKernel && s.kernels) {
+    ++g_kernels_recorded;
     CUpti_ActivityKernel10 k{};
     k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
     k.start = gpu_ts(a->start_ns, d);

@@ -285,4 +285,157 @@ TEST(Tiers, CaptureOnARunningJobTakesTheSameStepsOnEveryRank) {
   }
 }
 
+// What the fake libcupti did in each rank (NCCLWATCH_FAKE_CUPTI_COUNTS): kernels run and turned
+// into activity records, driver launches and those the shim's callback saw.
+struct CuptiCounts {
+  uint64_t kernels_run = 0, kernels_recorded = 0, launches = 0, launch_callbacks = 0;
+};
+std::vector<CuptiCounts> cupti_counts(const std::string& dir) {
+  std::vector<CuptiCounts> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (!e.path().filename().string().starts_with("fake_cupti.")) continue;
+    std::ifstream in(e.path());
+    CuptiCounts c;
+    std::string key;
+    uint64_t value = 0;
+    while (in >> key >> value) {
+      if (key == "kernels_run") c.kernels_run = value;
+      if (key == "kernels_recorded") c.kernels_recorded = value;
+      if (key == "launches") c.launches = value;
+      if (key == "launch_callbacks") c.launch_callbacks = value;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+// The report's text with its line wrapping undone (runs of white space as one space).
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const bool space = c == ' ' || c == '\n';
+    if (space && !out.empty() && out.back() == ' ') continue;
+    out.push_back(space ? ' ' : c);
+  }
+  return out;
+}
+
+bool step_inside(const format::StepRecord& st, int64_t start, int64_t end) {
+  return st.start_ns >= start && st.start_ns + int64_t{st.duration_us} * 1000 <= end;
+}
+
+// NCCLWATCH_SUMMARY_GPU=auto (the default) on a launch-bound job (69 kernels per 4.5 ms step:
+// 69 x 2 us = 3 % of the step): the first steps measure it, and CUPTI's kernel activity and launch
+// callbacks then run only for capture windows -- the first one (first:50) and steps 700-719,
+// switched on a second of steps ahead and off after. Outside, the summaries are host-only (marked,
+// not zeros); the fake libcupti made kernel records and called back for launches only then; the
+// report's history says why.
+TEST(Tiers, AutoTimesALaunchBoundJobsGpuOnlyForWindows) {
+  JobRun run;
+  const std::string counts = ::testing::TempDir() + "cupti_counts_" + std::to_string(getpid());
+  fs::create_directories(counts);
+  run_job(run,
+          {"--steps", "1200", "--layers", "32", "--fwd-us", "1000", "--bwd-us", "3000", "--opt-us",
+           "500"},
+          {"NCCLWATCH_CAPTURE=first:50,steps:700-719", "NCCLWATCH_FAKE_CUPTI_COUNTS=" + counts});
+  ASSERT_EQ(run.status, 0) << run.stderr_text;
+  const JobTrace job = load_with_steps(run.dir);
+  EXPECT_TRUE(job.problems.empty()) << problems_of(job);
+  ASSERT_EQ(job.ranks.size(), 4u);
+  for (const RankTrace& t : job.ranks) {
+    SCOPED_TRACE("rank " + std::to_string(t.info.rank));
+    ASSERT_EQ(t.windows.size(), 2u);
+    const auto& second = t.windows[1];
+    EXPECT_EQ(second.first_step, 700u);
+    // Off once the first window closed (the auto decision, with its figures), on ahead of the
+    // second window, off after it.
+    ASSERT_GE(t.gpu_timing.size(), 3u);
+    const format::GpuTimingRecord& off = t.gpu_timing[0];
+    EXPECT_EQ(off.prefix.u8a, 0);
+    EXPECT_EQ(off.prefix.u8b, static_cast<uint8_t>(format::GpuTimingReason::kAuto));
+    EXPECT_GE(off.units_per_step_x100, 6000u) << "69 kernels per step";
+    EXPECT_LE(off.units_per_step_x100, 8000u);
+    EXPECT_EQ(off.unit_cost_ns, 2000u);
+    EXPECT_GE(off.t_ns, t.windows[0].end_ns - 1'000'000);
+    const format::GpuTimingRecord& on = t.gpu_timing[1];
+    const format::GpuTimingRecord& off_again = t.gpu_timing[2];
+    EXPECT_EQ(on.prefix.u8a, 1);
+    EXPECT_LT(on.t_ns, second.start_ns);
+    EXPECT_EQ(off_again.prefix.u8a, 0);
+    EXPECT_GE(off_again.t_ns, second.end_ns);
+    uint64_t host_only = 0, inside = 0;
+    for (const auto& st : t.steps) {
+      const bool gpu_off = (st.prefix.flags & format::kStepGpuOff) != 0;
+      if (step_inside(st, off.t_ns, on.t_ns) || step_inside(st, off_again.t_ns, INT64_MAX)) {
+        EXPECT_TRUE(gpu_off) << "step " << st.step;
+        EXPECT_EQ(st.compute_us, format::kStepUnknownUs) << "step " << st.step;
+        EXPECT_EQ(st.prefix.u8b, static_cast<uint8_t>(format::StepTiming::kNone));
+        host_only += gpu_off;
+      }
+      if (step_inside(st, second.start_ns, second.end_ns)) {
+        ++inside;
+        EXPECT_FALSE(gpu_off) << "step " << st.step;
+        EXPECT_EQ(st.prefix.u8b, static_cast<uint8_t>(format::StepTiming::kCupti));
+      }
+    }
+    EXPECT_GT(host_only, 100u);
+    EXPECT_GE(inside, 18u);
+    bool kernels_in_second = false;
+    for (const auto& k : t.kernels) kernels_in_second |= k.start_ns >= second.start_ns;
+    EXPECT_TRUE(kernels_in_second);
+  }
+  // CUPTI made kernel records and called back for launches only while on: the first ~250 steps
+  // and ~220 steps ahead of steps 700-719, well under the 1200 steps' kernels.
+  const std::vector<CuptiCounts> c = cupti_counts(counts);
+  fs::remove_all(counts);
+  ASSERT_EQ(c.size(), 4u);
+  for (const CuptiCounts& r : c) {
+    EXPECT_GE(r.kernels_run, 1200u * 69);
+    EXPECT_GT(r.kernels_recorded, 0u);
+    EXPECT_LT(r.kernels_recorded, r.kernels_run * 3 / 4);
+    EXPECT_LT(r.launch_callbacks, r.launches * 3 / 4);
+  }
+  const std::string report = one_line(run_cli({"report", run.dir}));
+  EXPECT_NE(report.find("GPU figures only inside capture windows (auto: "), std::string::npos)
+      << report;
+}
+
+// A GPU-bound job (4 kernels per 7 ms step: 0.1 %): auto keeps GPU timing on, says so once with
+// its figures, and every summary past the first window keeps its GPU figures.
+TEST(Tiers, AutoKeepsTimingAGpuBoundJob) {
+  JobRun run;
+  const std::string counts = ::testing::TempDir() + "cupti_counts_gb_" + std::to_string(getpid());
+  fs::create_directories(counts);
+  run_job(run,
+          {"--steps", "800", "--layers", "1", "--buckets", "1", "--fwd-us", "2000", "--bwd-us",
+           "4000", "--opt-us", "1000"},
+          {"NCCLWATCH_FAKE_CUPTI_COUNTS=" + counts});
+  ASSERT_EQ(run.status, 0) << run.stderr_text;
+  const JobTrace job = load_with_steps(run.dir);
+  EXPECT_TRUE(job.problems.empty()) << problems_of(job);
+  ASSERT_EQ(job.ranks.size(), 4u);
+  for (const RankTrace& t : job.ranks) {
+    SCOPED_TRACE("rank " + std::to_string(t.info.rank));
+    ASSERT_EQ(t.gpu_timing.size(), 1u);
+    EXPECT_EQ(t.gpu_timing[0].prefix.u8a, 1);
+    EXPECT_EQ(t.gpu_timing[0].prefix.u8b, static_cast<uint8_t>(format::GpuTimingReason::kAuto));
+    EXPECT_LE(t.gpu_timing[0].units_per_step_x100, 600u);
+    ASSERT_EQ(t.windows.size(), 1u);
+    uint64_t timed = 0;
+    for (const auto& st : t.steps) {
+      EXPECT_EQ(st.prefix.flags & format::kStepGpuOff, 0) << "step " << st.step;
+      timed += st.step >= t.windows[0].end_step &&
+               st.prefix.u8b == static_cast<uint8_t>(format::StepTiming::kCupti);
+    }
+    EXPECT_GT(timed, 100u);
+  }
+  const std::vector<CuptiCounts> c = cupti_counts(counts);
+  fs::remove_all(counts);
+  ASSERT_EQ(c.size(), 4u);
+  for (const CuptiCounts& r : c) EXPECT_GE(r.kernels_recorded + 10, r.kernels_run);
+  const std::string report = one_line(run_cli({"report", run.dir}));
+  EXPECT_NE(report.find("GPU figures from CUPTI (auto: "), std::string::npos) << report;
+  EXPECT_NE(report.find("kept on)"), std::string::npos) << report;
+}
+
 }  // namespace
