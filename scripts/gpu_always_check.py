@@ -97,7 +97,7 @@ def main():
     elif gpu_expect == "auto-on":
         need(decision is not None and decision["on"], f"auto did not keep GPU timing on: {decision}")
         need(not any(not g["on"] for g in changes), "GPU timing switched off")
-    gpu_words = "GPU timing throughout"
+    gpu_words = "GPU timing throughout" if not changes else "GPU timing off by setting"
     if decision is not None:
         gpu_words = (f"auto {'on' if decision['on'] else 'off'}: {decision['units_per_step']:.1f} units/step x "
                      f"{decision['unit_cost_ns'] / 1e3:.1f} us of a {decision['step_ns'] / 1e6:.2f} ms step")

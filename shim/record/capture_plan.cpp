@@ -156,19 +156,21 @@ bool CapturePlan::open() const {
                      [](const Window& w) { return w.state == State::kOpen; });
 }
 
-bool CapturePlan::detail_soon(int64_t now, int64_t lead_ns, uint64_t lead_steps) const {
+bool CapturePlan::detail_soon(int64_t now, int64_t lead_ns, uint64_t lead_steps) {
   if (all_) return true;
-  for (const Window& w : windows_) {
-    if (w.state == State::kOpen || w.state == State::kClosing) return true;
+  bool soon = false;
+  for (Window& w : windows_) {
+    if (w.state == State::kOpen || w.state == State::kClosing) soon = true;
     if (w.state != State::kPending) continue;
     if (w.want_first != format::kNoStep) {
       const uint64_t at = last_step_ == format::kNoStep ? 0 : last_step_;
-      if (at < w.want_end && at + lead_steps >= w.want_first) return true;
+      if (at < w.want_end && at + lead_steps >= w.want_first) w.due_soon = true;
     } else if (w.period_ns != 0 && now + lead_ns >= w.due_ns) {
-      return true;
+      w.due_soon = true;
     }
+    soon = soon || w.due_soon;
   }
-  return false;
+  return soon;
 }
 
 void CapturePlan::emit_mark(const Window& w, format::WindowEvent event) {

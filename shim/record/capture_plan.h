@@ -52,8 +52,10 @@ class CapturePlan {
   bool detail_all() const { return all_; }
   bool open() const;
   // Whether a window is open, or due within `lead_ns` (every:DURATION) or `lead_steps` steps
-  // (steps requested or scheduled): GPU timing must run by then (gpu_switch.h).
-  bool detail_soon(int64_t now, int64_t lead_ns, uint64_t lead_steps) const;
+  // (steps requested or scheduled): GPU timing must run by then (gpu_switch.h). A window once
+  // due stays so until it closes: the steps a second takes vary, and GPU timing must not
+  // flap on and off ahead of it.
+  bool detail_soon(int64_t now, int64_t lead_ns, uint64_t lead_steps);
 
   // A step started (step_summarizer.h, in step order): opens and closes step-aligned windows.
   void step_started(uint64_t step, int64_t start_ns, bool exact = false);
@@ -98,6 +100,7 @@ class CapturePlan {
     uint64_t end_step = format::kNoStep;
     uint64_t steps_seen = 0;
     uint64_t detail_records = 0;
+    bool due_soon = false;  // detail_soon said so once
   };
 
   void open_window(Window& w, int64_t start_ns, uint64_t first_step, bool exact = false);
