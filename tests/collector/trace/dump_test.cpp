@@ -184,7 +184,8 @@ TEST(RecordJson, EveryKindWritesItsFields) {
     EXPECT_EQ(j["index"], 7);
     EXPECT_EQ(j["kind"], kind_name(k));
     EXPECT_TRUE(j.contains("tid") || j.contains("window_ns") || j.contains("stream_id") ||
-                j.contains("string_id") || j.contains("ref_seq") || j.contains("text_id"))
+                j.contains("string_id") || j.contains("ref_seq") || j.contains("text_id") ||
+                j.contains("mode"))
         << j.dump();
   }
 }
