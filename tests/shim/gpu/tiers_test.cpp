@@ -347,30 +347,60 @@ TEST(Tiers, AutoTimesALaunchBoundJobsGpuOnlyForWindows) {
     ASSERT_EQ(t.windows.size(), 2u);
     const auto& second = t.windows[1];
     EXPECT_EQ(second.first_step, 700u);
-    // Off once the first window closed (the auto decision, with its figures), on ahead of the
-    // second window, off after it.
-    ASSERT_GE(t.gpu_timing.size(), 3u);
+    // Off once the first window closed (the auto decision, with its figures), then on ahead of
+    // the second window and off after it -- unless this rank's second window came while GPU
+    // timing was still on (a busy machine may learn a bucket as its step for a while:
+    // step_learner.h; its step 700 then comes early).
+    ASSERT_GE(t.gpu_timing.size(), 1u);
     const format::GpuTimingRecord& off = t.gpu_timing[0];
     EXPECT_EQ(off.prefix.u8a, 0);
     EXPECT_EQ(off.prefix.u8b, static_cast<uint8_t>(format::GpuTimingReason::kAuto));
-    EXPECT_GE(off.units_per_step_x100, 6000u) << "69 kernels per step";
-    EXPECT_LE(off.units_per_step_x100, 8000u);
+    // 69 kernels per step of 4.5 ms or more (a busy host stretches it): 15 per ms or fewer. A
+    // step learned short has its share of the kernels, so the rate is what is checked.
+    ASSERT_GT(off.step_ns, 0);
+    const double per_ms =
+        off.units_per_step_x100 / 100.0 / (static_cast<double>(off.step_ns) / 1e6);
+    EXPECT_GE(per_ms, 3.0) << off.units_per_step_x100 << " / " << off.step_ns;
+    EXPECT_LE(per_ms, 25.0) << off.units_per_step_x100 << " / " << off.step_ns;
     EXPECT_EQ(off.unit_cost_ns, 2000u);
     EXPECT_GE(off.t_ns, t.windows[0].end_ns - 1'000'000);
-    const format::GpuTimingRecord& on = t.gpu_timing[1];
-    const format::GpuTimingRecord& off_again = t.gpu_timing[2];
-    EXPECT_EQ(on.prefix.u8a, 1);
-    EXPECT_LT(on.t_ns, second.start_ns);
-    EXPECT_EQ(off_again.prefix.u8a, 0);
-    EXPECT_GE(off_again.t_ns, second.end_ns);
+    // The spans GPU timing ran in: from the start to the first change, then alternating.
+    std::vector<std::pair<int64_t, int64_t>> on_spans = {{INT64_MIN, off.t_ns}};
+    for (std::size_t i = 1; i < t.gpu_timing.size(); ++i) {
+      const format::GpuTimingRecord& g = t.gpu_timing[i];
+      EXPECT_EQ(g.prefix.u8a, i % 2 == 1 ? 1 : 0) << "changes alternate";
+      EXPECT_EQ(g.prefix.u8b, static_cast<uint8_t>(format::GpuTimingReason::kWindow));
+      if (g.prefix.u8a == 1) on_spans.emplace_back(g.t_ns, INT64_MAX);
+      if (g.prefix.u8a == 0) on_spans.back().second = g.t_ns;
+    }
+    if (second.start_ns > off.t_ns) {
+      // The window came after GPU timing went off: on ahead of it, off after it.
+      ASSERT_GE(t.gpu_timing.size(), 3u);
+      EXPECT_LT(t.gpu_timing[1].t_ns, second.start_ns) << "on ahead of the window";
+      EXPECT_GE(t.gpu_timing[2].t_ns, second.end_ns) << "off after it";
+    }
+    const auto covered = [&](int64_t a, int64_t b) {
+      for (const auto& [x, y] : on_spans)
+        if (x <= a && b <= y) return true;
+      return false;
+    };
+    const auto untimed = [&](int64_t a, int64_t b) {
+      for (const auto& [x, y] : on_spans)
+        if (x < b && a < y) return false;
+      return true;
+    };
     uint64_t host_only = 0, inside = 0;
     for (const auto& st : t.steps) {
       const bool gpu_off = (st.prefix.flags & format::kStepGpuOff) != 0;
-      if (step_inside(st, off.t_ns, on.t_ns) || step_inside(st, off_again.t_ns, INT64_MAX)) {
+      const int64_t end = st.start_ns + int64_t{st.duration_us} * 1000;
+      if (untimed(st.start_ns, end)) {
         EXPECT_TRUE(gpu_off) << "step " << st.step;
         EXPECT_EQ(st.compute_us, format::kStepUnknownUs) << "step " << st.step;
         EXPECT_EQ(st.prefix.u8b, static_cast<uint8_t>(format::StepTiming::kNone));
         host_only += gpu_off;
+      }
+      if (!covered(st.start_ns, end)) {
+        EXPECT_TRUE(gpu_off) << "step " << st.step;
       }
       if (step_inside(st, second.start_ns, second.end_ns)) {
         ++inside;
