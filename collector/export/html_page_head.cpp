@@ -24,7 +24,7 @@ td.t{text-align:left;font-family:monospace}
 <h2>Findings</h2><div id="findings"></div>
 <h2>The whole run: step time and its breakdown (capture windows shaded)</h2>
 <div class="note" id="hist-note"></div><div class="legend" id="hist-legend"></div>
-<canvas id="hist" class="plot" width="1100" height="260"></canvas>
+<canvas id="hist" class="plot" width="1100" height="260"></canvas><div class="note" id="hist-windows"></div>
 <h2>GPU utilization over the whole run</h2>
 <div class="note" id="ov-note"></div>
 <canvas id="ov" class="plot" width="1100" height="280"></canvas><div class="legend" id="ov-legend"></div>

@@ -111,6 +111,8 @@ function history() {
   f.ctx.lineWidth = 1;
   legend("hist-legend", [["#222", "step time"], [colors[0], "compute"], [colors[1], "exposed communication"], [colors[2], "waiting for peers"], [colors[3], "idle"]]);
   document.getElementById("hist-note").textContent = num(n) + " periods from step " + num(P[0].first_step) + "; " + H.windows.length + " capture window(s)";
+  const wl = document.getElementById("hist-windows");  // each window with what triggered it
+  for (const w of H.windows) wl.appendChild(el("div", "", "window " + w.index + " (" + w.trigger + (w.text ? ": " + w.text : "") + ")"));
   mark("hist", n, {axes: f.axes, windows: H.windows.length});
 }
 // A table; `fmt` per column: a number of decimals (numbers for people), or "t" for text.

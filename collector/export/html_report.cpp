@@ -276,6 +276,7 @@ json history_plot(const json& j) {
     const double end = num(w, "end_realtime_ns");
     out["windows"].push_back({{"index", w.value("index", 0)},
                               {"trigger", w.value("trigger", "")},
+                              {"text", w.value("text", "")},
                               {"from", minutes(num(w, "start_realtime_ns"))},
                               {"to", end > 0 ? json(minutes(end)) : json(nullptr)}});
   }

@@ -55,6 +55,18 @@ std::vector<format::CaptureAsk> CaptureInbox::poll(const format::CaptureRequest&
   return out;
 }
 
+bool CaptureInbox::post(const format::CaptureAsk& ask, const std::string& unique,
+                        std::string* line) {
+  if (dir_fd_ < 0) return false;
+  std::string error;
+  if (format::write_control_file(dir_fd_, name_, unique, ask, &error)) return true;
+  if (!said_post_ && line != nullptr) {
+    said_post_ = true;
+    *line = "ncclwatch: capture by itself reaches this process only: " + error + "\n";
+  }
+  return false;
+}
+
 void CaptureInbox::poll_file(std::vector<format::CaptureAsk>& out, std::string* line) {
   struct stat st {};
   Seen now_seen;
@@ -80,7 +92,6 @@ void CaptureInbox::poll_file(std::vector<format::CaptureAsk>& out, std::string* 
     }
     return;
   }
-  if (ask->unit != format::kCaptureSteps && ask->unit != format::kCaptureSeconds) return;
   if (fresh(*ask)) out.push_back(*ask);
 }
 

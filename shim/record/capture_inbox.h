@@ -4,7 +4,7 @@
 // with one fstatat at most once a second and read only when it changed. A bad file (another
 // user's, a symlink, writable by others, too large, not a request) is one `ncclwatch:` line, once.
 // A request made before this process started is an earlier run's (the same job id and directory)
-// and is ignored. Drain thread only.
+// and is ignored. Capture by itself writes the file (post). Drain thread only.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +33,9 @@ class CaptureInbox {
   // line when the file is refused (once per process).
   std::vector<format::CaptureAsk> poll(const format::CaptureRequest& slot, int64_t now,
                                        std::string* line);
+  // Asks every rank (capture by itself): writes the control file (`unique` names this writer's
+  // temporary file). false when it cannot; *line then gets one `ncclwatch:` line (once).
+  bool post(const format::CaptureAsk& ask, const std::string& unique, std::string* line);
   // Forked child: forget the descriptor without closing the parent's (it is CLOEXEC anyway).
   void abandon() { dir_fd_ = -1; }
 
@@ -52,6 +55,7 @@ class CaptureInbox {
     bool operator==(const Seen&) const = default;
   } seen_;
   bool said_ = false;
+  bool said_post_ = false;
 };
 
 }  // namespace ncclwatch::shim

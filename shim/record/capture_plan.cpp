@@ -180,6 +180,7 @@ void CapturePlan::emit_mark(const Window& w, format::WindowEvent event) {
   m.prefix.kind = RecordKind::kWindow;
   m.prefix.u8a = static_cast<uint8_t>(w.trigger);
   m.prefix.u8b = static_cast<uint8_t>(event);
+  m.prefix.tid = w.text_id;
   m.id = w.id;
   m.start_ns = w.start_ns;
   m.first_step = w.first_step;
@@ -257,9 +258,34 @@ void CapturePlan::step_started(uint64_t step, int64_t start_ns, bool exact) {
   if (opened_every) schedule_every(start_ns);
 }
 
-bool CapturePlan::request(const format::CaptureAsk& ask, int64_t now) {
+// The trigger's words as StringRecords (format.h), written once per window.
+uint32_t CapturePlan::emit_text(const std::string& text) {
+  if (text.empty() || !emit_) return 0;
+  const uint32_t id = next_text_id_++;
+  if (next_text_id_ == 0) next_text_id_ = kFirstTextId;
+  const std::size_t len =
+      std::min(text.size(), format::kMaxStringChunks * format::kStringChunkBytes);
+  const std::size_t chunks = (len + format::kStringChunkBytes - 1) / format::kStringChunkBytes;
+  for (std::size_t c = 0; c < chunks; ++c) {
+    format::Record r{};
+    r.string.prefix.kind = RecordKind::kString;
+    r.string.prefix.tid = id;
+    r.string.prefix.u8a = static_cast<uint8_t>(c);
+    if (c + 1 == chunks) r.string.prefix.flags = format::kStringLastChunk;
+    const std::size_t off = c * format::kStringChunkBytes;
+    text.copy(r.string.text, std::min(format::kStringChunkBytes, len - off), off);
+    emit_(r);
+  }
+  return id;
+}
+
+bool CapturePlan::request(const format::CaptureAsk& ask, int64_t now, int64_t recent_start_ns) {
   constexpr std::size_t kMaxSeenIds = 256;
-  if (all_ || ask.id == 0 || ask.count == 0) return false;
+  constexpr int64_t kRecentSpanNs = 10'000'000'000;  // a hang window without a span of its own
+  if (all_ || ask.id == 0 || (ask.count == 0 && ask.unit != format::kCaptureRecent)) return false;
+  if (ask.unit != format::kCaptureSteps && ask.unit != format::kCaptureSeconds &&
+      ask.unit != format::kCaptureRecent)
+    return false;
   if (std::find(seen_ids_.begin(), seen_ids_.end(), ask.id) != seen_ids_.end()) return false;
   seen_ids_.push_back(ask.id);
   if (seen_ids_.size() > kMaxSeenIds) seen_ids_.pop_front();
@@ -267,6 +293,20 @@ bool CapturePlan::request(const format::CaptureAsk& ask, int64_t now) {
   w.id = ask.id;
   w.trigger = ask.trigger;
   w.requested_realtime_ns = ask.requested_realtime_ns;
+  w.text_id = emit_text(ask.text);
+  if (ask.unit == format::kCaptureRecent) {
+    // What each rank was last doing: from the oldest detail still held, exactly (those records
+    // are judged again by keep()), for a while after.
+    const uint64_t span =
+        ask.count == 0 ? kRecentSpanNs : std::min<uint64_t>(ask.count, 86'400ULL * 1'000'000'000);
+    w.timed = true;
+    windows_.push_back(w);
+    Window& added = windows_.back();
+    open_window(added, recent_start_ns == INT64_MIN ? now : std::min(recent_start_ns, now),
+                format::kNoStep, /*exact=*/true);
+    added.end_ns = now + static_cast<int64_t>(span);
+    return true;
+  }
   if (ask.unit == format::kCaptureSeconds) {
     const int64_t start =
         ask.first == 0

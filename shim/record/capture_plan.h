@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "ncclwatch/capture_control.h"
@@ -59,11 +60,16 @@ class CapturePlan {
 
   // A step started (step_summarizer.h, in step order): opens and closes step-aligned windows.
   void step_started(uint64_t step, int64_t start_ns, bool exact = false);
-  // A request (`ncclwatch capture` through the segment or the control file): steps [first,
-  // first + count), or `count` ns from CLOCK_REALTIME `first` (0: now). false when its id was seen
-  // before or detail is all anyway (nothing done). Steps already begun here start at once (the
-  // marks say which step); steps already over are not opened.
-  bool request(const format::CaptureAsk& ask, int64_t now);
+  // A request (`ncclwatch capture` through the segment or the control file, or capture by
+  // itself): steps [first, first + count), or `count` ns from CLOCK_REALTIME `first` (0: now), or
+  // (kCaptureRecent, a hang) from `recent_start_ns` -- the oldest detail record the drain thread
+  // still holds, which the caller then passes through keep() -- until `count` ns after now.
+  // false when its id was seen before or detail is all anyway (nothing done). Steps already begun
+  // here start at once (the marks say which step); steps already over are not opened. The ask's
+  // text goes into StringRecords (ids from kFirstTextId) named by the marks' prefix.tid.
+  bool request(const format::CaptureAsk& ask, int64_t now, int64_t recent_start_ns = INT64_MIN);
+  // The drain thread's own string ids, above any the GPU timeline's string table gives out.
+  static constexpr uint32_t kFirstTextId = 0x80000000u;
   // Time-based transitions (every:DURATION windows coming due, time windows ending); forgets old
   // closed windows.
   void poll(int64_t now);
@@ -101,12 +107,14 @@ class CapturePlan {
     uint64_t steps_seen = 0;
     uint64_t detail_records = 0;
     bool due_soon = false;  // detail_soon said so once
+    uint32_t text_id = 0;  // StringRecord id of what asked for it, 0: none
   };
 
   void open_window(Window& w, int64_t start_ns, uint64_t first_step, bool exact = false);
   void close_window(Window& w, int64_t end_ns, uint64_t end_step, bool exact = false);
   void emit_mark(const Window& w, format::WindowEvent event);
   void schedule_every(int64_t now);
+  uint32_t emit_text(const std::string& text);
 
   Emit emit_;
   std::vector<CaptureItem> schedule_;
@@ -118,6 +126,7 @@ class CapturePlan {
   int64_t next_due_check_ns_ = INT64_MAX;
   int64_t judged_ns_ = INT64_MIN;  // the newest time of a host detail record judged so far
   std::deque<uint64_t> seen_ids_;  // requests applied (the segment and the file carry the same)
+  uint32_t next_text_id_ = kFirstTextId;
 };
 
 }  // namespace ncclwatch::shim

@@ -73,7 +73,11 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
   r->ring_ = Ring(r->segment_->header(), r->segment_->slots());
   r->monitor_ = InFlightMonitor(r->segment_->header(), &r->ring_, settings.hang_s);
   r->sched_ = SchedSampler(r->segment_->header(), &r->ring_);
-  r->summarizer_.set_emit([p = r.get()](const format::Record& rec) { p->push_own(rec); });
+  r->summarizer_.set_emit([p = r.get()](const format::Record& rec) {
+    p->push_own(rec);
+    if (rec.prefix.kind == format::RecordKind::kStep)
+      p->auto_.observe(rec.step, p->rank_, now_ns());
+  });
   // A boundary learned from the step's own first collective as it is drained is exact
   // (capture_plan.h, kLateNs); one found otherwise (a backlog replayed, NVTX, seconds) may be late.
   r->summarizer_.set_step_started([p = r.get()](uint32_t step, int64_t start) {
@@ -99,8 +103,13 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
   r->plan_.start(
       r->settings_, [p = r.get()](const format::Record& rec) { p->push_own(rec); },
       process.start_monotonic_ns, process.start_realtime_ns - process.start_monotonic_ns);
-  if (r->settings_.detail == DetailLevel::kWindows)
+  if (r->settings_.detail == DetailLevel::kWindows) {
     r->inbox_.open(r->settings_.dir, r->settings_.job, process.start_realtime_ns);
+    r->auto_ = AutoTrigger(r->settings_.auto_capture, r->settings_.job,
+                           process.start_realtime_ns - process.start_monotonic_ns);
+    r->recent_.resize(kRecentDetail);
+  }
+  r->rank_ = process.rank;
   if (process.rank >= 0) {
     format::Record rec{};
     rec.identity.prefix.kind = format::RecordKind::kIdentity;
@@ -180,8 +189,64 @@ void RecorderInstance::set_identity(int rank, int world_size, int local_rank, in
 void RecorderInstance::poll_requests(int64_t now) {
   if (settings_.detail == DetailLevel::kAll) return;
   std::string line;
-  for (const format::CaptureAsk& ask : inbox_.poll(segment_->header()->capture, now, &line))
-    plan_.request(ask, now);
+  for (const format::CaptureAsk& ask : inbox_.poll(segment_->header()->capture, now, &line)) {
+    // Another rank's window by itself starts this rank's cool-down too.
+    if (apply_request(ask, now) && AutoTrigger::is_auto(ask.trigger)) auto_.applied(now);
+  }
+  if (!line.empty()) std::fputs(line.c_str(), stderr);
+}
+
+bool RecorderInstance::apply_request(const format::CaptureAsk& ask, int64_t now) {
+  if (ask.unit != format::kCaptureRecent) return plan_.request(ask, now);
+  // A hang: the window holds the detail still held, oldest first.
+  const std::size_t cap = recent_.size();
+  const std::size_t first = cap == 0 ? 0 : (recent_next_ + cap - recent_count_) % cap;
+  int64_t oldest = INT64_MIN;
+  for (std::size_t i = 0; i < recent_count_; ++i) {
+    int64_t t = 0;
+    if (CapturePlan::detail_time(recent_[(first + i) % cap], &t))
+      oldest = oldest == INT64_MIN ? t : std::min(oldest, t);
+  }
+  if (!plan_.request(ask, now, oldest)) return false;
+  kept_.clear();
+  for (std::size_t i = 0; i < recent_count_; ++i) {
+    const format::Record& rec = recent_[(first + i) % cap];
+    if (plan_.keep(rec)) kept_.push_back(rec);
+  }
+  recent_count_ = 0;
+  if (!write_failed_ && !kept_.empty() && !writer_->append(kept_.data(), kept_.size())) {
+    write_failed_ = true;
+    std::fprintf(stderr, "ncclwatch: cannot write %s: %s; records stay in /dev/shm/%s\n",
+                 trace_path_.c_str(), std::strerror(errno), segment_->name().c_str());
+  }
+  return true;
+}
+
+void RecorderInstance::hold_recent(const format::Record& record) {
+  if (recent_.empty() || !format::is_detail_kind(record.prefix.kind)) return;
+  recent_[recent_next_] = record;
+  recent_next_ = (recent_next_ + 1) % recent_.size();
+  recent_count_ = std::min(recent_count_ + 1, recent_.size());
+}
+
+void RecorderInstance::auto_capture(int64_t now, const std::string* hang_line) {
+  if (settings_.detail != DetailLevel::kWindows) return;
+  std::optional<format::CaptureAsk> ask;
+  // A hang while a window is open here: its detail is being kept already.
+  if (hang_line != nullptr && !plan_.open()) {
+    // "ncclwatch: rank 3 waiting 30 s in ncclAllReduce #812 on comm 0x... (host ...": the words
+    // between the prefix and the host.
+    std::string words = *hang_line;
+    if (words.rfind("ncclwatch: ", 0) == 0) words.erase(0, 11);
+    words = "hang: " + words.substr(0, words.find(" (host"));
+    ask = auto_.hang(words, now);
+  }
+  if (!ask) ask = auto_.take(now, summarizer_.last_step(), summarizer_.median_step_ns());
+  if (!ask) return;
+  apply_request(*ask, now);
+  auto_.applied(now);
+  std::string line;
+  inbox_.post(*ask, settings_.host + "." + std::to_string(static_cast<long>(getpid())), &line);
   if (!line.empty()) std::fputs(line.c_str(), stderr);
 }
 
@@ -218,7 +283,12 @@ bool RecorderInstance::drain_once() {
     observing_ = &batch[i];
     summarizer_.observe(batch[i], now);
     observing_ = nullptr;
-    if (plan_.keep(batch[i])) kept_.push_back(batch[i]);
+    if (batch[i].prefix.kind == format::RecordKind::kIdentity) rank_ = batch[i].identity.rank;
+    if (plan_.keep(batch[i])) {
+      kept_.push_back(batch[i]);
+    } else {
+      hold_recent(batch[i]);
+    }
   }
   if (!writer_->append(kept_.data(), kept_.size())) {
     write_failed_ = true;
@@ -246,6 +316,7 @@ void RecorderInstance::drain_loop() {
       update_summary_timing();
       summarizer_.flush(now_ns(), false);
       poll_requests(now_ns());
+      auto_capture(now_ns(), hung ? &hang_line : nullptr);
       plan_.poll(now_ns());
       update_gpu_switch(now_ns());
       enforce_budget();

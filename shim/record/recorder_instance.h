@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "record/auto_trigger.h"
 #include "record/capture_inbox.h"
 #include "record/capture_plan.h"
 #include "record/gpu_switch.h"
@@ -64,6 +65,13 @@ class RecorderInstance {
   void write_checkpoint();
   // Capture requests from the segment and the control file (capture_inbox.h).
   void poll_requests(int64_t now);
+  // Applies a request to the plan (a hang's: with the recent detail still held); true if new.
+  bool apply_request(const format::CaptureAsk& ask, int64_t now);
+  // Capture by itself (auto_trigger.h): a regression seen in the summaries, or the watchdog's
+  // `hang_line` (nullptr: none), asks every rank through the control file.
+  void auto_capture(int64_t now, const std::string* hang_line);
+  // A detail record left out (no window): the newest kRecentDetail are held for a hang window.
+  void hold_recent(const format::Record& record);
   // NCCLWATCH_MAX_MB: the oldest detail goes (trace_parts.h).
   void enforce_budget();
   void update_summary_timing();
@@ -82,6 +90,11 @@ class RecorderInstance {
   CapturePlan plan_;
   GpuSwitch gpu_switch_;
   CaptureInbox inbox_;
+  AutoTrigger auto_;
+  int32_t rank_ = -1;  // from the identity records drained (for the trigger's words)
+  static constexpr std::size_t kRecentDetail = 4096;
+  std::vector<format::Record> recent_;  // ring of the newest detail left out; empty: not held
+  std::size_t recent_next_ = 0, recent_count_ = 0;
   std::vector<format::Record> kept_;           // the batch's records that reach the file
   const format::Record* observing_ = nullptr;  // the record the summarizer is looking at
   std::thread drain_;

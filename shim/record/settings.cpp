@@ -145,6 +145,14 @@ void read_capture_settings(VariableReader& in, Settings& s) {
   in.integer(Id::kMaxMb, 1, 1 << 20, s.max_mb);
   if (const char* v = in.choice(Id::kSummaryGpu, kSummaryGpuWords, s.summary_gpu))
     in.bad(Id::kSummaryGpu, v);
+  if (const char* v = in.get(Id::kAutoCapture)) {
+    AutoCapture a;
+    if (parse_auto_capture(v, a)) {
+      s.auto_capture = a;
+    } else {
+      in.bad(Id::kAutoCapture, v);
+    }
+  }
 }
 
 void read_recorder_settings(EnvLookup env, VariableReader& in, Settings& s) {
@@ -279,6 +287,24 @@ bool parse_capture_item(const std::string& item, CaptureItem& out) {
 }
 
 }  // namespace
+
+bool parse_auto_capture(const std::string& text, AutoCapture& out) {
+  if (text == "off") {
+    out = AutoCapture{};
+    out.on = false;
+    return true;
+  }
+  const std::vector<std::string> f = split(text, ':');
+  AutoCapture a;
+  uint64_t per_day = 0;
+  if (f.size() != 3 || !parse_uint(f[0], 1, 100'000, a.steps) ||
+      !parse_duration_ns(f[1], a.cooldown_ns) || a.cooldown_ns < 10'000'000'000 ||
+      !parse_uint(f[2], 1, 1000, per_day))
+    return false;
+  a.per_day = static_cast<uint32_t>(per_day);
+  out = a;
+  return true;
+}
 
 bool parse_duration_ns(const std::string& text, int64_t& out) {
   if (text.empty()) return false;

@@ -41,6 +41,18 @@ struct CaptureItem {
   bool operator==(const CaptureItem&) const = default;
 };
 
+// NCCLWATCH_AUTO_CAPTURE (docs/always-on.md, "Capture by itself").
+struct AutoCapture {
+  bool on = true;
+  uint64_t steps = 20;                              // N
+  int64_t cooldown_ns = 30LL * 60 * 1'000'000'000;  // COOLDOWN
+  uint32_t per_day = 10;                            // PER_DAY
+  bool operator==(const AutoCapture&) const = default;
+};
+
+// Parse NCCLWATCH_AUTO_CAPTURE ("off": on = false); false when the text is not one. For tests.
+bool parse_auto_capture(const std::string& text, AutoCapture& out);
+
 // Parse NCCLWATCH_CAPTURE ("off" is an empty list) and a duration ("90s", "30m", "2h", "1d", or
 // bare seconds); false when the text is not one. Exposed for tests.
 bool parse_capture_schedule(const std::string& text, std::vector<CaptureItem>& out);
@@ -65,6 +77,7 @@ struct Settings {
   std::vector<CaptureItem> capture{CaptureItem{CaptureItem::Kind::kFirst, 50, 0, 0}};
   uint64_t max_mb = 256;  // NCCLWATCH_MAX_MB: the trace parts of this process together
   SummaryGpu summary_gpu = SummaryGpu::kAuto;  // GPU timing outside windows (gpu_switch.h)
+  AutoCapture auto_capture;
   bool test_drain_hold = false;
   int64_t test_clock_offset_ns = 0;
   // The GPU timeline.

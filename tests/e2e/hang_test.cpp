@@ -277,6 +277,39 @@ TEST_F(Hang, RankStuckInAHostLoopNeverCallsTheNextCollective) {
   EXPECT_GT(m["idle_s"].get<double>(), 1.0);
 }
 
+// Capture by itself on a hang (docs/always-on.md): with no window open (NCCLWATCH_CAPTURE=off:
+// summaries only), the watchdog of each waiting rank asks for a window of the recent detail it
+// still holds; the report's window is that one, named by the watchdog's words, and its analysis is
+// still the hang's.
+TEST_F(Hang, TheWatchdogCapturesTheRecentDetailByItself) {
+  // Rank 2 SIGKILLs itself at the start of step 30 (after #0-#59); ranks 0, 1, 3 block in #60.
+  start_ranks("--steps 40 --colls 2 --exit 2:30:kill",
+              {"NCCLWATCH_HANG_S=2", "NCCLWATCH_CAPTURE=off"});
+  for (int r : {0, 1, 3}) {
+    const fs::path err = root_ / ("rank" + std::to_string(r) + ".err");
+    ASSERT_TRUE(poll_file(err, "ncclwatch: rank " + std::to_string(r) + " waiting ")) << slurp(err);
+  }
+  // The request every rank reads (written after the asking rank applied it to itself).
+  ASSERT_TRUE(poll_file(dir_ / ("ncclwatch." + job_ + ".capture"), "trigger=hang"));
+  json j;
+  Result rep = collect_and_report(j);
+  EXPECT_EQ(rep.out.rfind("CRITICAL [hang] job hung in all_reduce #60 on comm 0x", 0), 0u)
+      << rep.out;
+  EXPECT_NE(rep.out.find("triggered by: hang: rank "), std::string::npos) << rep.out;
+  ASSERT_FALSE(j.is_discarded());
+  ASSERT_EQ(j["windows"].size(), 1u) << j["windows"].dump();
+  const json& w = j["windows"][0];
+  EXPECT_EQ(w["trigger"], "hang");
+  EXPECT_NE(w["text"].get<std::string>().find(" waiting "), std::string::npos) << w.dump();
+  EXPECT_GE(w["ranks"].get<int>(), 1) << w.dump();
+  // Never closed (the ranks were killed inside it); what each rank was last doing is in it.
+  EXPECT_EQ(w["ranks_closed"], 0);
+  ASSERT_FALSE(j["ranks"].empty());
+  for (const json& r : j["ranks"]) EXPECT_GT(r["calls"].get<int>(), 10) << r.dump();
+  EXPECT_EQ(j["hang"]["seq"], 60);
+  EXPECT_EQ(j["hang"]["waiting_ranks"], json::array({0, 1, 3}));
+}
+
 TEST_F(Hang, InitHangWhenOneRankNeverCallsCommInitRank) {
   start_ranks("--steps 2 --colls 1 --skip-init 3");
   std::string text;

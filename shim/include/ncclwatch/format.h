@@ -468,7 +468,8 @@ inline constexpr uint64_t kNoStep = UINT64_MAX;
 // [start_ns, end_ns) are in the trace (unless the disk budget removed them later: losses
 // .detail_evicted). The same id on every rank for one request, so the collector joins them.
 // prefix.u8a = WindowTrigger, u8b = WindowEvent, prefix.tid = StringRecord id of the trigger's
-// description ("step time +18% since 03:12 ..."), 0 if none.
+// description ("step time +18% since 03:12 ..."), 0 if none (the drain thread's own strings use
+// ids from 0x80000000, above the GPU timeline's).
 struct WindowRecord {
   RecordPrefix prefix;
   uint64_t id;

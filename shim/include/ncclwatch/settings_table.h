@@ -42,6 +42,7 @@ enum class Id : uint8_t {
   kCapture,
   kMaxMb,
   kSummaryGpu,
+  kAutoCapture,
   kSetNcclEnv,
   kCount
 };
@@ -140,6 +141,11 @@ inline constexpr std::array<Variable, static_cast<std::size_t>(Id::kCount)> kVar
     {Id::kSummaryGpu, "NCCLWATCH_SUMMARY_GPU", Type::kChoice, Reader::kShim, "auto", "auto|on|off",
      "GPU timing outside capture windows (with NCCLWATCH_DETAIL=windows): on, off (only inside "
      "windows), or auto (off where the first steps say it would cost over 0.5 % of the step)"},
+    {Id::kAutoCapture, "NCCLWATCH_AUTO_CAPTURE", Type::kSpec, Reader::kShim, "20:30m:10",
+     "off, or N:COOLDOWN:PER_DAY (N 1..100000 steps, COOLDOWN like 90s, 30m, 2h, at least 10s; "
+     "PER_DAY 1..1000)",
+     "capture by itself: N steps on every rank when the step time regresses or the wait jumps (or "
+     "the hang watchdog fires), at most once per COOLDOWN and PER_DAY times a day"},
     {Id::kSetNcclEnv, "NCCLWATCH_SET_NCCL_ENV", Type::kList, Reader::kSetByShim, "unset", "",
      "the NCCL variables the shim set, so a child process's shim can tell them from the user's"},
 }};

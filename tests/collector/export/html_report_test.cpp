@@ -174,6 +174,28 @@ TEST(HtmlReport, UtilizationCurveIsTakenWhole) {
   EXPECT_EQ(HtmlReport::page_data(synthetic(1, 1))["utilization"], json::object());
 }
 
+// The whole run's plot lists each capture window with what triggered it (capture by itself:
+// "window 2 (step-time: step time +18% since ...)"); the words stay data, never markup.
+TEST(HtmlReport, HistoryWindowsCarryTheirTrigger) {
+  model::Report r;
+  r.json["history"] = {
+      {"start_realtime_ns", 0},
+      {"periods",
+       json::array({{{"start_realtime_ns", 0}, {"end_realtime_ns", 6e10}, {"step_ms", 20.0}}})}};
+  const std::string words = "step time +18% since 03:12:05 UTC (rank 1: compute +3.0 ms)</script>";
+  r.json["windows"] = json::array(
+      {{{"index", 1}, {"trigger", "schedule"}, {"text", ""}, {"start_realtime_ns", 0}},
+       {{"index", 2}, {"trigger", "step-time"}, {"text", words}, {"start_realtime_ns", 3e10}}});
+  const json d = HtmlReport::page_data(r);
+  ASSERT_EQ(d["history"]["windows"].size(), 2u);
+  EXPECT_EQ(d["history"]["windows"][1]["trigger"], "step-time");
+  EXPECT_EQ(d["history"]["windows"][1]["text"], words);
+  const std::string page = HtmlReport::render(r);
+  EXPECT_NE(page.find("id=\"hist-windows\""), std::string::npos);
+  EXPECT_EQ(page.find(words), std::string::npos) << "escaped inside the page's data";
+  EXPECT_NE(page.find("step time +18% since 03:12:05 UTC"), std::string::npos);
+}
+
 TEST(HtmlReport, ReportWithoutAnalysesStillRenders) {
   model::Report r;
   const json d = HtmlReport::page_data(r);

@@ -24,6 +24,8 @@
 //   --opt-us U          optimizer time per step, us (default 1000)
 //   --no-overlap        all-reduce after the whole backward
 //   --slow R:F          rank R's compute takes F times longer (a slow GPU); repeatable
+//   --slow-from R:K:F   from step K on, rank R's compute takes F times longer (a GPU turning
+//                       slow mid-run); repeatable
 //   --stall R:MS        rank R sleeps MS ms on the host before every step (host stall); repeatable
 //   --stall-step R:K:MS rank R sleeps MS ms before step K only; repeatable
 //   --stall-every R:N:MS rank R sleeps MS ms before every N-th step (step % N == N - 1);
@@ -89,7 +91,7 @@ struct Options {
   int tp = 0;
   double tp_kb = 512;
   bool overlap = true, nvtx = false, nonblocking = false, virtual_host = false;
-  std::vector<RankValue> slow, stall, stall_step, stall_every, spike, host_work, pin;
+  std::vector<RankValue> slow, slow_from, stall, stall_step, stall_every, spike, host_work, pin;
 };
 
 using ncclwatch::fakes::env_int;
@@ -160,6 +162,8 @@ bool parse(int argc, char** argv, Options& o) {
       o.tp_kb = std::atof(v);
     } else if (a == "--slow" && parse_values(v, 2, rv)) {
       o.slow.push_back(rv);
+    } else if (a == "--slow-from" && parse_values(v, 3, rv) && rv.b > 0) {
+      o.slow_from.push_back(rv);
     } else if (a == "--stall" && parse_values(v, 2, rv)) {
       o.stall.push_back(rv);
     } else if (a == "--stall-step" && parse_values(v, 3, rv)) {
@@ -233,9 +237,9 @@ int main(int argc, char** argv) {
   int devices = 1;
   CUDA_CHECK(cudaGetDeviceCount(&devices));
   CUDA_CHECK(cudaSetDevice(env_int("LOCAL_RANK", g_rank) % devices));
-  double slow = 1.0;
+  double slow_always = 1.0;
   for (const auto& s : o.slow) {
-    if (s.rank == g_rank) slow *= s.a;
+    if (s.rank == g_rank) slow_always *= s.a;
   }
 
   ncclComm_t comm = ncclwatch::fakes::init_comm(
@@ -265,6 +269,10 @@ int main(int argc, char** argv) {
 
   auto t0 = std::chrono::steady_clock::now();
   for (int step = 0; step < o.steps; ++step) {
+    double slow = slow_always;
+    for (const auto& s : o.slow_from) {
+      if (s.rank == g_rank && step >= static_cast<int>(s.a)) slow *= s.b;
+    }
     for (const auto& s : o.stall) {
       if (s.rank == g_rank) ncclwatch_fake_cuda_host_sleep(static_cast<int64_t>(s.a * 1e6));
     }

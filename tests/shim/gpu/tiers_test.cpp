@@ -468,4 +468,71 @@ TEST(Tiers, AutoKeepsTimingAGpuBoundJob) {
   EXPECT_NE(report.find("kept on)"), std::string::npos) << report;
 }
 
+// Capture by itself under the defaults (a plain LD_PRELOAD: windows, first:50, auto capture
+// 20:30m:10): rank 1's GPU turns 4x slower at step kSlowFrom. Every rank sees its step time
+// regress; rank 1 (its compute grew, its wait did not) asks at once through the control file, the
+// others (they wait for it) defer and then apply its request: one window by itself with the same
+// id and steps on every rank, after the slowdown, holding its words. The report's analysis of
+// that window names rank 1 and the cause. Default step sizes (10 ms of fake GPU time), so a busy
+// machine's jitter stays far below what a regression needs; NVTX step ranges (as PyTorch's
+// profiler steps), so the steps are not learned (the learner can mislearn on a busy machine:
+// step_learner.h), and the first window is about 50 steps; the slowdown comes 200 steps after
+// it: a machine whose load itself shifts by tens of percent within those steps would read as the
+// regression (correctly: the job slowed). Nothing is timed.
+TEST(Tiers, ASlowdownMidRunCapturesAWindowByItselfOnEveryRank) {
+  constexpr int kSlowFrom = 250, kSteps = 650;
+  JobRun run;
+  const std::string job = "tiers-auto-" + std::to_string(getpid());
+  const pid_t pid =
+      start_job(run,
+                {"--steps", std::to_string(kSteps), "--fwd-us", "3000", "--bwd-us", "6000",
+                 "--opt-us", "1000", "--slow-from", "1:" + std::to_string(kSlowFrom) + ":4"},
+                {"NCCLWATCH_JOB=" + job});
+  wait_job(run, pid);
+  ASSERT_EQ(run.status, 0) << run.stderr_text;
+  const JobTrace loaded = load_with_steps(run.dir);
+  EXPECT_TRUE(loaded.problems.empty()) << problems_of(loaded);
+  ASSERT_EQ(loaded.ranks.size(), 4u);
+  const ncclwatch::model::WindowMark* first_auto = nullptr;
+  for (const RankTrace& t : loaded.ranks) {
+    SCOPED_TRACE("rank " + std::to_string(t.info.rank));
+    std::string windows;
+    const ncclwatch::model::WindowMark* own = nullptr;
+    for (const auto& w : t.windows) {
+      windows += std::to_string(static_cast<int>(w.trigger)) + " steps " +
+                 std::to_string(w.first_step) + "-" + std::to_string(w.end_step) + ": " + w.text +
+                 "\n";
+      if (w.trigger == format::WindowTrigger::kStepTime ||
+          w.trigger == format::WindowTrigger::kWait)
+        own = own == nullptr ? &w : own;
+    }
+    ASSERT_NE(own, nullptr) << "no window by itself; windows:\n" << windows << run.stderr_text;
+    EXPECT_EQ(t.windows.size(), 2u) << windows;  // first:50 and this one
+    if (first_auto == nullptr) first_auto = own;
+    EXPECT_EQ(own->id, first_auto->id) << windows;
+    EXPECT_TRUE(own->closed);
+    EXPECT_GE(own->first_step, static_cast<uint64_t>(kSlowFrom)) << windows;
+    EXPECT_EQ(own->end_step, own->first_step + 20) << windows;
+    EXPECT_NE(own->text.find("step time +"), std::string::npos) << windows;
+    // The late rank asked first (the others deferred): its words.
+    EXPECT_NE(own->text.find("rank 1: compute +"), std::string::npos) << windows;
+    EXPECT_NE(own->text.find("the others wait for it"), std::string::npos) << windows;
+    // Its detail: the calls of the other window (first:50) left aside, and calls known only from
+    // in-flight records (always-tier evidence of a call in flight for a second, which a loaded
+    // machine makes happen anywhere in the run: its return record, detail, was left out).
+    RankTrace inside = t;
+    std::erase_if(inside.calls, [&](const auto& c) {
+      if ((c.flags & ncclwatch::model::kCallNeverReturned) != 0) return true;
+      for (const auto& w : t.windows)
+        if (&w != own && c.enter_ns >= w.start_ns && c.enter_ns < w.end_ns) return true;
+      return false;
+    });
+    expect_window_calls(inside, *own);
+  }
+  const std::string report = run_cli({"report", run.dir, "--window", "2"});
+  EXPECT_NE(report.find("triggered by: step time +"), std::string::npos) << report;
+  EXPECT_NE(report.find("rank 1"), std::string::npos) << report;
+  EXPECT_NE(report.find("gpu-slow"), std::string::npos) << report;
+}
+
 }  // namespace

@@ -347,5 +347,59 @@ TEST(CapturePlan, RequestedSecondsAreAWallClockSpan) {
   EXPECT_EQ(marks.all[3].end_ns, 9 * kS);  // the run ended inside it
 }
 
+// Capture by itself: the trigger's words go into StringRecords named by both marks' prefix.tid
+// (ids of the drain thread's own, above the GPU string table's); a hang's window (kCaptureRecent)
+// starts at the oldest detail the drain thread still holds, keeps those records when they are
+// judged again, and closes by time.
+TEST(CapturePlan, AWindowByItselfCarriesItsWordsAndAHangOneTheRecentDetail) {
+  std::vector<Record> out;
+  CapturePlan plan;
+  plan.start(
+      with_schedule("off"), [&](const Record& r) { out.push_back(r); }, 0, 0);
+  for (uint64_t step = 0; step < 10; ++step) plan.step_started(step, 100 * step);
+  EXPECT_FALSE(plan.keep(call_at(950)));  // no window: left out (the drain thread holds it)
+  const std::string words(70, 'w');       // two chunks
+  format::CaptureAsk hang = ask_steps(7, 0, 5 * kS);
+  hang.unit = format::kCaptureRecent;
+  hang.trigger = WindowTrigger::kHang;
+  hang.text = words;
+  EXPECT_TRUE(plan.request(hang, 1000, /*recent_start_ns=*/900));
+  EXPECT_FALSE(plan.request(hang, 1001, 900)) << "once per id";
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].prefix.kind, RecordKind::kString);
+  EXPECT_EQ(out[0].string.prefix.tid, CapturePlan::kFirstTextId);
+  EXPECT_EQ(std::string(out[0].string.text, format::kStringChunkBytes),
+            words.substr(0, format::kStringChunkBytes));
+  EXPECT_EQ(out[1].string.prefix.u8a, 1);
+  EXPECT_EQ(out[1].string.prefix.flags, format::kStringLastChunk);
+  EXPECT_EQ(std::string(out[1].string.text, 70 - format::kStringChunkBytes),
+            words.substr(format::kStringChunkBytes));
+  ASSERT_EQ(out[2].prefix.kind, RecordKind::kWindow);
+  EXPECT_EQ(out[2].window.prefix.tid, CapturePlan::kFirstTextId);
+  EXPECT_EQ(out[2].window.start_ns, 900);
+  EXPECT_EQ(out[2].window.first_step, format::kNoStep);
+  EXPECT_TRUE(plan.keep(call_at(950))) << "the held record, judged again";
+  EXPECT_FALSE(plan.keep(call_at(899)));
+  EXPECT_TRUE(plan.keep(kernel_at(2 * kS)));
+  plan.poll(5 * kS + 1000);
+  ASSERT_EQ(out.size(), 4u);
+  EXPECT_EQ(out[3].window.prefix.u8b, static_cast<uint8_t>(WindowEvent::kClose));
+  EXPECT_EQ(out[3].window.prefix.tid, CapturePlan::kFirstTextId);
+  EXPECT_EQ(out[3].window.end_ns, 5 * kS + 1000);
+  EXPECT_EQ(out[3].window.detail_records, 2u);
+
+  // A step-time window with its words: the next string id.
+  format::CaptureAsk slow = ask_steps(8, 20, 3);
+  slow.trigger = WindowTrigger::kStepTime;
+  slow.text = "step time +30%";
+  EXPECT_TRUE(plan.request(slow, 6 * kS));
+  ASSERT_EQ(out.size(), 5u);
+  EXPECT_EQ(out[4].string.prefix.tid, CapturePlan::kFirstTextId + 1);
+  for (uint64_t step = 10; step < 21; ++step) plan.step_started(step, 6 * kS + 100 * step);
+  ASSERT_EQ(out.size(), 6u);
+  EXPECT_EQ(out[5].window.prefix.tid, CapturePlan::kFirstTextId + 1);
+  EXPECT_EQ(out[5].window.first_step, 20u);
+}
+
 }  // namespace
 }  // namespace ncclwatch::shim

@@ -305,5 +305,41 @@ TEST(Settings, SummaryGpu) {
   EXPECT_EQ(s.summary_gpu, SummaryGpu::kAuto);
 }
 
+// NCCLWATCH_AUTO_CAPTURE: the default 20:30m:10, off, a value of each field, and each bad value
+// as one line and the default.
+TEST(Settings, AutoCapture) {
+  g_env = {};
+  Settings s = read_settings(&fake_env);
+  EXPECT_TRUE(s.auto_capture.on);
+  EXPECT_EQ(s.auto_capture.steps, 20u);
+  EXPECT_EQ(s.auto_capture.cooldown_ns, 30LL * 60 * 1'000'000'000);
+  EXPECT_EQ(s.auto_capture.per_day, 10u);
+  EXPECT_EQ(settings::variable(settings::Id::kAutoCapture).default_text, "20:30m:10");
+
+  g_env = {{"NCCLWATCH_AUTO_CAPTURE", "off"}};
+  s = read_settings(&fake_env);
+  EXPECT_TRUE(s.problems.empty()) << tier_problems(s);
+  EXPECT_FALSE(s.auto_capture.on);
+
+  g_env = {{"NCCLWATCH_AUTO_CAPTURE", "50:2h:3"}};
+  s = read_settings(&fake_env);
+  EXPECT_TRUE(s.problems.empty()) << tier_problems(s);
+  EXPECT_TRUE(s.auto_capture.on);
+  EXPECT_EQ(s.auto_capture.steps, 50u);
+  EXPECT_EQ(s.auto_capture.cooldown_ns, 2LL * 3600 * 1'000'000'000);
+  EXPECT_EQ(s.auto_capture.per_day, 3u);
+
+  for (const char* bad : {"0:30m:10", "20:5s:10", "20:30m:0", "20:30m", "20:30x:10", "on",
+                          "20:30m:10:1", "-1:30m:10", "20:30m:1001", "100001:30m:1", ":::"}) {
+    g_env = {{"NCCLWATCH_AUTO_CAPTURE", bad}};
+    s = read_settings(&fake_env);
+    ASSERT_EQ(s.problems.size(), 1u) << bad;
+    EXPECT_NE(s.problems[0].find("bad NCCLWATCH_AUTO_CAPTURE="), std::string::npos)
+        << s.problems[0];
+    EXPECT_NE(s.problems[0].find("using 20:30m:10"), std::string::npos) << s.problems[0];
+    EXPECT_EQ(s.auto_capture, AutoCapture{}) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace ncclwatch::shim
