@@ -146,7 +146,8 @@ TEST(Tiers, DefaultsKeepDetailForTheFirst50StepsAndSummariesThroughout) {
   // sequence's steps (step_summarizer.h, nvtx_wait_ns): in a shorter job the steps may be known
   // only at exit, and then the first window covers the whole run (failed 1 run in 12 at 150
   // steps, 3 in 20 at 400; 0 in 18 at 3000, 8 of them beside two CPU hogs).
-  run_job(run, {"--steps", "3000"}, {});
+  // Capture by itself off: a busy machine's own slowdowns would add windows (its test is below).
+  run_job(run, {"--steps", "3000"}, {"NCCLWATCH_AUTO_CAPTURE=off"});
   ASSERT_EQ(run.status, 0) << run.stderr_text;
   const JobTrace job = load_with_steps(run.dir);
   EXPECT_TRUE(job.problems.empty()) << problems_of(job);
@@ -238,7 +239,8 @@ TEST(Tiers, CaptureOnARunningJobTakesTheSameStepsOnEveryRank) {
   JobRun run;
   const std::string job = "tiers-capture-" + std::to_string(getpid());
   const pid_t launcher =
-      start_job(run, {"--steps", "6000"}, {"NCCLWATCH_CAPTURE=off", "NCCLWATCH_JOB=" + job});
+      start_job(run, {"--steps", "6000"},
+                {"NCCLWATCH_CAPTURE=off", "NCCLWATCH_AUTO_CAPTURE=off", "NCCLWATCH_JOB=" + job});
   ASSERT_GT(launcher, 0);
   // Every rank has learned its steps and summarized some (the asker then names step numbers and
   // knows how many steps its margin takes, rather than asking for seconds).
@@ -473,21 +475,21 @@ TEST(Tiers, AutoKeepsTimingAGpuBoundJob) {
 // regress; rank 1 (its compute grew, its wait did not) asks at once through the control file, the
 // others (they wait for it) defer and then apply its request: one window by itself with the same
 // id and steps on every rank, after the slowdown, holding its words. The report's analysis of
-// that window names rank 1 and the cause. Default step sizes (10 ms of fake GPU time), so a busy
-// machine's jitter stays far below what a regression needs; NVTX step ranges (as PyTorch's
-// profiler steps), so the steps are not learned (the learner can mislearn on a busy machine:
-// step_learner.h), and the first window is about 50 steps; the slowdown comes 200 steps after
-// it: a machine whose load itself shifts by tens of percent within those steps would read as the
-// regression (correctly: the job slowed). Nothing is timed.
+// that window names rank 1 and the cause. Steps of 30 ms of fake GPU time, so a busy machine's
+// jitter (1-2 ms seen) stays far below what a regression needs (15 %); NVTX step ranges (as
+// PyTorch's profiler steps), so the steps are not learned (the learner can mislearn on a busy
+// machine: step_learner.h), and the first window is about 50 steps; the slowdown comes 150 steps
+// after it: a machine whose load itself shifts by tens of percent within those steps would read as
+// the regression (correctly: the job slowed). Nothing is timed.
 TEST(Tiers, ASlowdownMidRunCapturesAWindowByItselfOnEveryRank) {
-  constexpr int kSlowFrom = 250, kSteps = 650;
+  constexpr int kSlowFrom = 200, kSteps = 330;
   JobRun run;
   const std::string job = "tiers-auto-" + std::to_string(getpid());
-  const pid_t pid =
-      start_job(run,
-                {"--steps", std::to_string(kSteps), "--fwd-us", "3000", "--bwd-us", "6000",
-                 "--opt-us", "1000", "--slow-from", "1:" + std::to_string(kSlowFrom) + ":4"},
-                {"NCCLWATCH_JOB=" + job});
+  const pid_t pid = start_job(
+      run,
+      {"--steps", std::to_string(kSteps), "--fwd-us", "9000", "--bwd-us", "18000", "--opt-us",
+       "3000", "--nvtx", "--slow-from", "1:" + std::to_string(kSlowFrom) + ":4"},
+      {"NCCLWATCH_JOB=" + job});
   wait_job(run, pid);
   ASSERT_EQ(run.status, 0) << run.stderr_text;
   const JobTrace loaded = load_with_steps(run.dir);
@@ -512,7 +514,10 @@ TEST(Tiers, ASlowdownMidRunCapturesAWindowByItselfOnEveryRank) {
     EXPECT_EQ(own->id, first_auto->id) << windows;
     EXPECT_TRUE(own->closed);
     EXPECT_GE(own->first_step, static_cast<uint64_t>(kSlowFrom)) << windows;
-    EXPECT_EQ(own->end_step, own->first_step + 20) << windows;
+    // 20 steps, or more where the window's end was learned late (NVTX ranges come through CUPTI
+    // about a second late: the window then ends after the newest record it kept, capture_plan.h).
+    EXPECT_GE(own->end_step, own->first_step + 20) << windows;
+    EXPECT_LE(own->end_step, own->first_step + 60) << windows;
     EXPECT_NE(own->text.find("step time +"), std::string::npos) << windows;
     // The late rank asked first (the others deferred): its words.
     EXPECT_NE(own->text.find("rank 1: compute +"), std::string::npos) << windows;
