@@ -339,7 +339,8 @@ TEST(Tiers, AutoTimesALaunchBoundJobsGpuOnlyForWindows) {
   run_job(run,
           {"--steps", "1200", "--layers", "32", "--fwd-us", "1000", "--bwd-us", "3000", "--opt-us",
            "500"},
-          {"NCCLWATCH_CAPTURE=first:50,steps:700-719", "NCCLWATCH_FAKE_CUPTI_COUNTS=" + counts});
+          {"NCCLWATCH_CAPTURE=first:50,steps:700-719", "NCCLWATCH_AUTO_CAPTURE=off",
+           "NCCLWATCH_FAKE_CUPTI_COUNTS=" + counts});
   ASSERT_EQ(run.status, 0) << run.stderr_text;
   const JobTrace job = load_with_steps(run.dir);
   EXPECT_TRUE(job.problems.empty()) << problems_of(job);
@@ -441,7 +442,7 @@ TEST(Tiers, AutoKeepsTimingAGpuBoundJob) {
   run_job(run,
           {"--steps", "800", "--layers", "1", "--buckets", "1", "--fwd-us", "2000", "--bwd-us",
            "4000", "--opt-us", "1000"},
-          {"NCCLWATCH_FAKE_CUPTI_COUNTS=" + counts});
+          {"NCCLWATCH_AUTO_CAPTURE=off", "NCCLWATCH_FAKE_CUPTI_COUNTS=" + counts});
   ASSERT_EQ(run.status, 0) << run.stderr_text;
   const JobTrace job = load_with_steps(run.dir);
   EXPECT_TRUE(job.problems.empty()) << problems_of(job);
