@@ -60,7 +60,17 @@ RankBuilder::RankBuilder(const format::TraceHeader& header, std::string source) 
   info.entry_evidence = header.layout_version >= 2;
 }
 
+void RankBuilder::note_entry(uint32_t tid, int64_t enter_ns) {
+  for (auto& t : latest_entry_) {
+    if (t.first != tid) continue;
+    t.second = std::max(t.second, enter_ns);
+    return;
+  }
+  latest_entry_.emplace_back(tid, enter_ns);
+}
+
 void RankBuilder::note_returned(const model::HookedCall& call) {
+  note_entry(call.tid, call.enter_ns);
   auto& last = trace_.last_returned;
   if (last.func == format::Func::kUnknown || call.exit_ns >= last.exit_ns) last = call;
   trace_.info.alive_until_ns = std::max(trace_.info.alive_until_ns, call.exit_ns);
@@ -151,6 +161,7 @@ void RankBuilder::add_in_flight(const format::InFlightRecord& f) {
   h.redop = en.redop;
   h.returned = false;
   in_flight_.push_back(h);
+  note_entry(h.tid, h.enter_ns);
   trace_.info.alive_until_ns = std::max(trace_.info.alive_until_ns, f.t_seen_ns);
 }
 
@@ -320,15 +331,21 @@ void RankBuilder::add_window(const format::WindowRecord& w) {
 }
 
 // In-flight records of calls that later returned are superseded by their return record (same
-// entry time); several records of one call (drain, then salvage) are one call. What is left never
-// returned: kept in never_returned, and collectives / send/recv also become calls flagged
-// kCallNeverReturned, so the matcher sees that the rank entered them.
+// entry time) or by a later entry of their thread; several records of one call (drain, then
+// salvage) are one call. What is left never returned: kept in never_returned, and collectives /
+// send/recv also become calls flagged kCallNeverReturned, so the matcher sees that the rank entered
+// them.
 void RankBuilder::resolve_in_flight() {
   std::sort(returned_enters_.begin(), returned_enters_.end());
   std::sort(in_flight_.begin(), in_flight_.end(), [](const auto& a, const auto& b) {
     return std::tie(a.enter_ns, a.tid, a.exit_ns) < std::tie(b.enter_ns, b.tid, b.exit_ns);
   });
   const auto returned = [&](const model::HookedCall& h) {
+    // Its thread entered a hooked call after it: it returned (a thread is in one at a time),
+    // though its return record is not here (left out outside a capture window by a shim that
+    // did not keep it yet, or dropped by a full ring).
+    for (const auto& t : latest_entry_)
+      if (t.first == h.tid && t.second > h.enter_ns) return true;
     if (std::binary_search(returned_enters_.begin(), returned_enters_.end(), h.enter_ns))
       return true;
     auto it = std::lower_bound(trace_.calls.begin(), trace_.calls.end(), h.enter_ns,

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "model/job_trace.h"
@@ -51,6 +52,8 @@ class RankBuilder {
   uint64_t unwrap_seq(uint64_t comm, format::Func func, int32_t peer, uint32_t seq);
   void note_skipped(const char* reason);
   void note_returned(const model::HookedCall& call);
+  // Thread `tid` entered a hooked call at `enter_ns` (returned or seen in flight).
+  void note_entry(uint32_t tid, int64_t enter_ns);
   void resolve_in_flight();
   void add_window(const format::WindowRecord& w);
 
@@ -75,6 +78,8 @@ class RankBuilder {
   // that is not a CallEvent (groups, comms, comm ends, GetUniqueId) to tell which were superseded.
   std::vector<model::HookedCall> in_flight_;
   std::vector<int64_t> returned_enters_;
+  // Per thread that called a hooked function: its latest entry time (a few threads: a vector).
+  std::vector<std::pair<uint32_t, int64_t>> latest_entry_;
   // Per window (index in trace_.windows): the string id of its trigger text.
   std::vector<uint32_t> window_text_ids_;
 };

@@ -107,7 +107,7 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
     r->inbox_.open(r->settings_.dir, r->settings_.job, process.start_realtime_ns);
     r->auto_ = AutoTrigger(r->settings_.auto_capture, r->settings_.job,
                            process.start_realtime_ns - process.start_monotonic_ns);
-    r->recent_.resize(kRecentDetail);
+    r->recent_ = RecentRecords(kRecentDetail);
   }
   r->rank_ = process.rank;
   if (process.rank >= 0) {
@@ -199,21 +199,11 @@ void RecorderInstance::poll_requests(int64_t now) {
 bool RecorderInstance::apply_request(const format::CaptureAsk& ask, int64_t now) {
   if (ask.unit != format::kCaptureRecent) return plan_.request(ask, now);
   // A hang: the window holds the detail still held, oldest first.
-  const std::size_t cap = recent_.size();
-  const std::size_t first = cap == 0 ? 0 : (recent_next_ + cap - recent_count_) % cap;
-  int64_t oldest = INT64_MIN;
-  for (std::size_t i = 0; i < recent_count_; ++i) {
-    int64_t t = 0;
-    if (CapturePlan::detail_time(recent_[(first + i) % cap], &t))
-      oldest = oldest == INT64_MIN ? t : std::min(oldest, t);
-  }
-  if (!plan_.request(ask, now, oldest)) return false;
+  if (!plan_.request(ask, now, recent_.oldest_time())) return false;
   kept_.clear();
-  for (std::size_t i = 0; i < recent_count_; ++i) {
-    const format::Record& rec = recent_[(first + i) % cap];
+  recent_.take_all([&](const format::Record& rec) {
     if (plan_.keep(rec)) kept_.push_back(rec);
-  }
-  recent_count_ = 0;
+  });
   if (!write_failed_ && !kept_.empty() && !writer_->append(kept_.data(), kept_.size())) {
     write_failed_ = true;
     std::fprintf(stderr, "ncclwatch: cannot write %s: %s; records stay in /dev/shm/%s\n",
@@ -222,11 +212,24 @@ bool RecorderInstance::apply_request(const format::CaptureAsk& ask, int64_t now)
   return true;
 }
 
-void RecorderInstance::hold_recent(const format::Record& record) {
-  if (recent_.empty() || !format::is_detail_kind(record.prefix.kind)) return;
-  recent_[recent_next_] = record;
-  recent_next_ = (recent_next_ + 1) % recent_.size();
-  recent_count_ = std::min(recent_count_ + 1, recent_.size());
+void RecorderInstance::judge(const format::Record& record) {
+  // The return of a call reported in flight is kept whatever the windows say (in_flight_returns.h).
+  const bool a_return = in_flight_returns_.take(record);
+  if (plan_.keep(record) || a_return) {
+    kept_.push_back(record);
+  } else {
+    recent_.hold(record);
+  }
+  if (record.prefix.kind != format::RecordKind::kInFlight || plan_.detail_all()) return;
+  // Its return may have been drained (and left out) just before it: the call returned between
+  // the monitor's look and its push.
+  format::Record ret;
+  const format::InFlightRecord& f = record.in_flight;
+  if (recent_.take_return(f.prefix.tid, f.entry.t_enter_ns, &ret)) {
+    kept_.push_back(ret);
+  } else {
+    in_flight_returns_.reported(f);
+  }
 }
 
 void RecorderInstance::auto_capture(int64_t now, const std::string* hang_line) {
@@ -284,11 +287,7 @@ bool RecorderInstance::drain_once() {
     summarizer_.observe(batch[i], now);
     observing_ = nullptr;
     if (batch[i].prefix.kind == format::RecordKind::kIdentity) rank_ = batch[i].identity.rank;
-    if (plan_.keep(batch[i])) {
-      kept_.push_back(batch[i]);
-    } else {
-      hold_recent(batch[i]);
-    }
+    judge(batch[i]);
   }
   if (!writer_->append(kept_.data(), kept_.size())) {
     write_failed_ = true;

@@ -16,6 +16,8 @@
 #include "record/capture_plan.h"
 #include "record/gpu_switch.h"
 #include "record/in_flight_monitor.h"
+#include "record/in_flight_returns.h"
+#include "record/recent_records.h"
 #include "record/ring.h"
 #include "record/sched_sampler.h"
 #include "record/segment.h"
@@ -70,8 +72,9 @@ class RecorderInstance {
   // Capture by itself (auto_trigger.h): a regression seen in the summaries, or the watchdog's
   // `hang_line` (nullptr: none), asks every rank through the control file.
   void auto_capture(int64_t now, const std::string* hang_line);
-  // A detail record left out (no window): the newest kRecentDetail are held for a hang window.
-  void hold_recent(const format::Record& record);
+  // Whether a drained record reaches the file (kept_) or is left out (the newest kRecentDetail
+  // left out are held for a hang's window).
+  void judge(const format::Record& record);
   // NCCLWATCH_MAX_MB: the oldest detail goes (trace_parts.h).
   void enforce_budget();
   void update_summary_timing();
@@ -93,8 +96,8 @@ class RecorderInstance {
   AutoTrigger auto_;
   int32_t rank_ = -1;  // from the identity records drained (for the trigger's words)
   static constexpr std::size_t kRecentDetail = 4096;
-  std::vector<format::Record> recent_;  // ring of the newest detail left out; empty: not held
-  std::size_t recent_next_ = 0, recent_count_ = 0;
+  RecentRecords recent_;  // the newest detail left out (capacity 0: not held)
+  InFlightReturns in_flight_returns_;
   std::vector<format::Record> kept_;           // the batch's records that reach the file
   const format::Record* observing_ = nullptr;  // the record the summarizer is looking at
   std::thread drain_;

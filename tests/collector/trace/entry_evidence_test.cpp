@@ -84,6 +84,39 @@ TEST(EntryEvidence, ReturnedCallsSupersedeTheirInFlightRecordsAndTheRestNeverRet
   EXPECT_EQ(t.info.alive_until_ns, 9000);
 }
 
+// A call seen in flight whose return record is not in the trace (outside a capture window before
+// the shim kept such returns, or dropped by a full ring) returned if its thread entered a hooked
+// call after it: one thread is in one hooked call at a time. Only the last call of a thread can
+// be one that never returned.
+TEST(EntryEvidence, AThreadsLaterEntryProvesItsEarlierCallReturned) {
+  TempDir dir;
+  std::vector<Record> records;
+  records.push_back(make_comm(0x77, 4, 1, 100));
+  // Thread 4242 (the fixture's): #0 in flight for a second, no return record; #7 returned later.
+  Record slow = in_flight(entry(Func::kAllReduce, 0x77, 0, 1000), 2'000'000'000, 4242);
+  records.push_back(slow);
+  records.push_back(make_call(Func::kAllReduce, 0x77, 7, 3'000'000'000, 3'000'001'000));
+  // Thread 43: two calls seen in flight, no return of either: the first returned (the second
+  // was entered after it), the second never did.
+  records.push_back(in_flight(entry(Func::kBroadcast, 0x77, 1, 1500), 1'500'000'000, 43));
+  records.push_back(in_flight(entry(Func::kBroadcast, 0x77, 2, 4'000'000'000), 6'000'000'000, 43));
+  // Thread 44: one call in flight and nothing after: never returned, whatever other threads did.
+  records.push_back(in_flight(entry(Func::kGroupEnd, 0, 0, 2000), 5'000'000'000, 44));
+  const std::string path = write_rank(dir.path(), "j", "h", 10, 1, 4, records);
+
+  std::vector<model::InputProblem> problems;
+  const auto t = load_rank(path, problems);
+  EXPECT_TRUE(problems.empty()) << problems[0].message;
+  ASSERT_EQ(t.never_returned.size(), 2u);
+  EXPECT_EQ(t.never_returned[0].func, Func::kGroupEnd);
+  EXPECT_EQ(t.never_returned[0].tid, 44u);
+  EXPECT_EQ(t.never_returned[1].func, Func::kBroadcast);
+  EXPECT_EQ(t.never_returned[1].enter_ns, 4'000'000'000);
+  std::size_t flagged = 0;
+  for (const auto& c : t.calls) flagged += (c.flags & model::kCallNeverReturned) != 0;
+  EXPECT_EQ(flagged, 1u);  // the broadcast (a group end is not a call)
+}
+
 TEST(EntryEvidence, BadInFlightRecordsAreSkipped) {
   TempDir dir;
   Record no_thread = in_flight(entry(Func::kAllReduce, 0x77, 0, 1000), 2000, 0);

@@ -482,6 +482,36 @@ TEST(Tiers, AutoKeepsTimingAGpuBoundJob) {
 // machine: step_learner.h), and the first window is about 50 steps; the slowdown comes 150 steps
 // after it: a machine whose load itself shifts by tens of percent within those steps would read as
 // the regression (correctly: the job slowed). Nothing is timed.
+// A call in flight for more than a second outside every window (the peers of a rank that stalls
+// 1.5 s on the host wait in a collective): the in-flight record (always tier) and the call's
+// return (detail, kept though no window is open): a call that returned, never a hang.
+TEST(Tiers, ACallInFlightForSecondsOutsideWindowsReturnsInTheTrace) {
+  JobRun run;
+  // 3000 steps: the steps are known well before the stall (see the defaults test), so the first
+  // window (first:50) ends long before it.
+  run_job(run, {"--steps", "3000", "--stall-step", "1:2000:1500"}, {"NCCLWATCH_AUTO_CAPTURE=off"});
+  ASSERT_EQ(run.status, 0) << run.stderr_text;
+  const JobTrace loaded = load_with_steps(run.dir);
+  EXPECT_TRUE(loaded.problems.empty()) << problems_of(loaded);
+  ASSERT_EQ(loaded.ranks.size(), 4u);
+  int waited = 0;
+  for (const RankTrace& t : loaded.ranks) {
+    SCOPED_TRACE("rank " + std::to_string(t.info.rank));
+    EXPECT_TRUE(t.never_returned.empty()) << t.never_returned.size() << " calls never returned";
+    for (const auto& c : t.calls) {
+      EXPECT_EQ(c.flags & ncclwatch::model::kCallNeverReturned, 0) << "call at " << c.enter_ns;
+      if (c.exit_ns - c.enter_ns < 1'000'000'000) continue;
+      ++waited;
+      for (const auto& w : t.windows)
+        EXPECT_FALSE(c.enter_ns >= w.start_ns && c.enter_ns < w.end_ns)
+            << "the call waited in was inside window " << w.id << ": nothing tested";
+    }
+  }
+  EXPECT_GE(waited, 3) << "ranks 0, 2 and 3 wait for rank 1 in a collective";
+  const std::string report = run_cli({"report", run.dir});
+  EXPECT_EQ(report.find("never returned"), std::string::npos) << report;
+}
+
 TEST(Tiers, ASlowdownMidRunCapturesAWindowByItselfOnEveryRank) {
   constexpr int kSlowFrom = 200, kSteps = 330;
   JobRun run;
@@ -523,12 +553,13 @@ TEST(Tiers, ASlowdownMidRunCapturesAWindowByItselfOnEveryRank) {
     // The late rank asked first (the others deferred): its words.
     EXPECT_NE(own->text.find("rank 1: compute +"), std::string::npos) << windows;
     EXPECT_NE(own->text.find("the others wait for it"), std::string::npos) << windows;
-    // Its detail: the calls of the other window (first:50) left aside, and calls known only from
-    // in-flight records (always-tier evidence of a call in flight for a second, which a loaded
-    // machine makes happen anywhere in the run: its return record, detail, was left out).
+    // Its detail: the calls of the other window (first:50) left aside, and the returns of calls
+    // in flight for a second (a loaded machine makes them happen anywhere in the run; they are
+    // kept outside windows too, in_flight_returns.h).
+    EXPECT_TRUE(t.never_returned.empty());
     RankTrace inside = t;
     std::erase_if(inside.calls, [&](const auto& c) {
-      if ((c.flags & ncclwatch::model::kCallNeverReturned) != 0) return true;
+      if (c.exit_ns - c.enter_ns >= 1'000'000'000) return true;
       for (const auto& w : t.windows)
         if (&w != own && c.enter_ns >= w.start_ns && c.enter_ns < w.end_ns) return true;
       return false;
