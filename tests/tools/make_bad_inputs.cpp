@@ -11,8 +11,8 @@
 //   bomb.json.gz             a 1 MiB gzip inflating to one 1 GiB Kineto event
 //   bomb-events.json.gz      a 1 MiB gzip inflating to 1 GiB of small valid events (a gzip bomb
 //                            that only the bound on the inflated size stops)
-//   trace-big/               a 2-rank ncclwatch trace directory of 4 M records (256 MiB), for
-//                            the out-of-memory test under `ulimit -v`
+//   trace-big/               a 2-rank ncclwatch trace directory of 1 M records (64 MiB; its load
+//                            peaks at ~520 MB), for the out-of-memory test under `ulimit -v`
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
     job.dir = (dir / "trace-big").string();
     job.ranks = 2;
     job.ranks_per_host = 2;
-    job.records_per_rank = 2 << 20;
+    job.records_per_rank = 1 << 19;
     job.mix = "host";
     ncclwatch::bench::write_synthetic_job(job);
   } catch (const std::exception& e) {
