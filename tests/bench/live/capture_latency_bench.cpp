@@ -56,6 +56,7 @@ constexpr int64_t kMs = 1'000'000;
 constexpr int64_t kSecond = 1'000'000'000;
 constexpr double kWindowSeconds = 0.5;
 constexpr uint64_t kWindowSteps = 20;
+constexpr std::size_t kMaxDetails = 1 << 20;  // per rank and request: far more than a window's
 
 int64_t mono_ns() {
   timespec ts{};
@@ -101,12 +102,24 @@ struct RankSeen {
   };
   std::map<uint64_t, Window> windows;
   uint64_t steps = 0;  // step summaries read
-  // Armed at a request: the first detail record read after it (none is written outside windows
-  // here, so it is the new window's first).
+  // Detail records read since a request (armed), in file order. None is written outside
+  // windows here, but the window before may still add GPU records that came late (a closed
+  // window is remembered for them), so the new window's first is the first at or after its start.
+  struct Detail {
+    int64_t time = 0;  // its own (record_time())
+    int64_t seen = 0;
+  };
   bool armed = false;
-  int64_t detail_time = -1;  // its own time (record_time())
-  int64_t detail_seen = -1;
-  format::RecordKind detail_kind = format::RecordKind::kCount;
+  std::vector<Detail> details;
+
+  // The first detail record of window `id` read so far; nullptr: none yet, or no open mark.
+  const Detail* first_of(uint64_t id) const {
+    const auto w = windows.find(id);
+    if (w == windows.end() || w->second.open_seen < 0) return nullptr;
+    for (const Detail& d : details)
+      if (d.time >= w->second.start_ns) return &d;
+    return nullptr;
+  }
 };
 
 // Follows the job's trace files (ncclwatch.<host>.<pid>[.<part>].trace) as the drain threads
@@ -153,11 +166,8 @@ struct TraceFollower {
       } else {
         w.close_seen = now;
       }
-    } else if (format::is_detail_kind(kind) && r.armed) {
-      r.armed = false;
-      r.detail_seen = now;
-      r.detail_time = record_time(rec);
-      r.detail_kind = kind;
+    } else if (format::is_detail_kind(kind) && r.armed && r.details.size() < kMaxDetails) {
+      r.details.push_back({record_time(rec), now});
     }
   }
 
@@ -375,7 +385,7 @@ int main(int argc, char** argv) {
         follower.poll();
         for (auto& [pid, r] : follower.ranks) {
           r.armed = true;
-          r.detail_time = r.detail_seen = -1;
+          r.details.clear();
         }
         const int64_t t0 = mono_ns();
         const live::CaptureOutcome out = live::ask_capture(options);
@@ -402,13 +412,9 @@ int main(int argc, char** argv) {
                                              : static_cast<int64_t>(kWindowSeconds * 1e9);
         // Generous: a busy machine only makes it slower; a window that never comes is a bug.
         const int64_t open_by = t0 + lead_ns + 20 * kSecond;
-        const auto started = [&](const RankSeen& r) {
-          const auto w = r.windows.find(ask.id);
-          return w != r.windows.end() && w->second.open_seen >= 0 && r.detail_seen >= 0;
-        };
         const bool opened = follower.follow_until(open_by, [&] {
           return std::all_of(follower.ranks.begin(), follower.ranks.end(),
-                             [&](const auto& r) { return started(r.second); });
+                             [&](const auto& r) { return r.second.first_of(ask.id) != nullptr; });
         });
         if (!opened) {
           std::printf("FAIL: %s: window %#llx (%s) did not start on every rank within %.0f s:\n",
@@ -419,26 +425,22 @@ int main(int argc, char** argv) {
             std::printf("  pid %lld: open mark %s, first detail record %s, %llu step summaries\n",
                         static_cast<long long>(pid),
                         w != r.windows.end() && w->second.open_seen >= 0 ? "read" : "none",
-                        r.detail_seen >= 0 ? "read" : "none",
+                        r.first_of(ask.id) != nullptr ? "read" : "none",
                         static_cast<unsigned long long>(r.steps));
           }
           failed = 1;
           break;
         }
-        for (const auto& [pid, r] : follower.ranks) {
-          const RankSeen::Window& w = r.windows.at(ask.id);
+        // The slowest rank counts.
+        const auto later = [](double a, double b) { return std::isnan(a) ? b : std::fmax(a, b); };
+        for (auto& [pid, r] : follower.ranks) {
           const auto ms = [&](int64_t t) { return static_cast<double>(t - t0) / 1e6; };
-          if (!unit.steps)
-            s.noticed_ms = std::fmax(std::isnan(s.noticed_ms) ? 0 : s.noticed_ms, ms(w.open_seen));
-          s.written_ms = std::fmax(std::isnan(s.written_ms) ? 0 : s.written_ms, ms(r.detail_seen));
-          if (r.detail_time >= 0)
-            s.opened_ms = std::fmax(std::isnan(s.opened_ms) ? 0 : s.opened_ms, ms(r.detail_time));
-          if (r.detail_time >= 0 && r.detail_time < w.start_ns)
-            std::printf(
-                "note: %s: pid %lld's first detail record (kind %d) is %.1f ms before its "
-                "window\n",
-                key.c_str(), static_cast<long long>(pid), static_cast<int>(r.detail_kind),
-                static_cast<double>(w.start_ns - r.detail_time) / 1e6);
+          const RankSeen::Detail& first = *r.first_of(ask.id);
+          if (!unit.steps) s.noticed_ms = later(s.noticed_ms, ms(r.windows.at(ask.id).open_seen));
+          s.opened_ms = later(s.opened_ms, ms(first.time));
+          s.written_ms = later(s.written_ms, ms(first.seen));
+          r.armed = false;
+          r.details.clear();
         }
         std::printf(
             "%-17s #%d: ask %5.1f ms, lead %6.0f ms, noticed %6s ms, opened %6.0f ms, "
