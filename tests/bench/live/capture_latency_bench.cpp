@@ -279,6 +279,19 @@ int64_t job_step_ns(const std::string& job, int ranks) {
   return step_ns[step_ns.size() / 2];
 }
 
+// Where each rank of the job is (its drain checkpoint): evidence when a window does not start.
+void print_checkpoints(const std::string& job) {
+  for (const auto& name : trace::list_segments(job)) {
+    trace::SegmentView view;
+    if (!view.open(name)) continue;
+    const format::DrainCheckpoint cp = view.drain_checkpoint();
+    std::printf("  pid %lld: step %llu, median step %.2f ms\n",
+                static_cast<long long>(view.header().process.pid),
+                static_cast<unsigned long long>(cp.last_step),
+                static_cast<double>(cp.step_ns) / 1e6);
+  }
+}
+
 // A killed rank leaves its segment behind: the job's own are removed (no other job's).
 void remove_segments(const std::string& job) {
   for (const auto& name : trace::list_segments(job)) {
@@ -428,6 +441,10 @@ int main(int argc, char** argv) {
                         r.first_of(ask.id) != nullptr ? "read" : "none",
                         static_cast<unsigned long long>(r.steps));
           }
+          std::printf("  the asker planned from step %llu at %.2f ms a step; the ranks now:\n",
+                      static_cast<unsigned long long>(out.last_step),
+                      static_cast<double>(out.step_ns) / 1e6);
+          print_checkpoints(job);
           failed = 1;
           break;
         }
