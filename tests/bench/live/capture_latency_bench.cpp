@@ -20,6 +20,9 @@
 //    when the request is applied; a steps window's mark waits for its first step);
 //  - opened: request -> the first detail record's own time (the window's start on the rank);
 //  - written: request -> that record in the trace file: the capture start latency.
+// By design `written` is the lead plus a few milliseconds: a window starts where the asker put it
+// (so that every rank starts at the same step), not when the request arrives; the delivery itself
+// is `noticed`.
 // All times are CLOCK_MONOTONIC, the shim's host clock, on this host. Timings are reported, never
 // asserted; the bench fails only when a window never opens or never closes.
 //
@@ -309,6 +312,110 @@ struct Unit {
   const char* name;
   bool steps;
 };
+struct Job {
+  std::string name, dir;
+  std::string no_segments;  // a shared-memory directory with no segment: another node's view
+  int64_t step_ns = 0;
+};
+
+// One request, made as `ncclwatch capture` makes it, and its window followed on every rank
+// until it has closed (so that the next request's first detail record is its own). false: the
+// window did not start or did not end (printed, with where the ranks are).
+bool measure(TraceFollower& follower, const Job& job, const Path& path, const Unit& unit,
+             const std::string& key, int k, Sample& s) {
+  live::CaptureOptions options;
+  options.job = job.name;
+  options.asker = "capture_latency_bench";
+  if (!path.segments) {
+    options.dir = job.dir;
+    options.shm_dir = job.no_segments;
+  }
+  if (unit.steps) {
+    options.steps = kWindowSteps;
+  } else {
+    options.seconds = kWindowSeconds;
+  }
+  follower.poll();
+  for (auto& [pid, r] : follower.ranks) {
+    r.armed = true;
+    r.details.clear();
+  }
+  const int64_t t0 = mono_ns();
+  const live::CaptureOutcome out = live::ask_capture(options);
+  s.ask_ms = static_cast<double>(mono_ns() - t0) / 1e6;
+  if (!out.ok) {
+    std::printf("FAIL: %s: ask_capture: %s\n", key.c_str(), out.error.c_str());
+    return false;
+  }
+  const format::CaptureAsk& ask = out.ask;
+  int64_t lead_ns = 0;
+  if (ask.unit == format::kCaptureSeconds) {
+    lead_ns = static_cast<int64_t>(ask.first) - ask.requested_realtime_ns;
+  } else if (out.step_ns > 0 && out.last_step != format::kNoStep) {
+    lead_ns = static_cast<int64_t>(ask.first - out.last_step) * out.step_ns;
+  }
+  if ((ask.unit == format::kCaptureSteps) != unit.steps)
+    std::printf("note: %s asked in %s (no step numbers known to the asker)\n", key.c_str(),
+                ask.unit == format::kCaptureSteps ? "steps" : "seconds");
+  s.lead_ms = static_cast<double>(lead_ns) / 1e6;
+  const int64_t window_ns = unit.steps ? static_cast<int64_t>(kWindowSteps) * job.step_ns
+                                       : static_cast<int64_t>(kWindowSeconds * 1e9);
+  // Generous: a busy machine only makes it slower; a window that never comes is a bug.
+  const int64_t open_by = t0 + lead_ns + 20 * kSecond;
+  const bool opened = follower.follow_until(open_by, [&] {
+    return std::all_of(follower.ranks.begin(), follower.ranks.end(),
+                       [&](const auto& r) { return r.second.first_of(ask.id) != nullptr; });
+  });
+  if (!opened) {
+    std::printf("FAIL: %s: window %#llx (%s) did not start on every rank within %.0f s:\n",
+                key.c_str(), static_cast<unsigned long long>(ask.id), live::describe(out).c_str(),
+                static_cast<double>(open_by - t0) / 1e9);
+    for (const auto& [pid, r] : follower.ranks) {
+      const auto w = r.windows.find(ask.id);
+      std::printf("  pid %lld: open mark %s, first detail record %s, %llu step summaries\n",
+                  static_cast<long long>(pid),
+                  w != r.windows.end() && w->second.open_seen >= 0 ? "read" : "none",
+                  r.first_of(ask.id) != nullptr ? "read" : "none",
+                  static_cast<unsigned long long>(r.steps));
+    }
+    std::printf("  the asker planned from step %llu at %.2f ms a step; the ranks now:\n",
+                static_cast<unsigned long long>(out.last_step),
+                static_cast<double>(out.step_ns) / 1e6);
+    print_checkpoints(job.name);
+    return false;
+  }
+  // The slowest rank counts.
+  const auto later = [](double a, double b) { return std::isnan(a) ? b : std::fmax(a, b); };
+  for (auto& [pid, r] : follower.ranks) {
+    const auto ms = [&](int64_t t) { return static_cast<double>(t - t0) / 1e6; };
+    const RankSeen::Detail& first = *r.first_of(ask.id);
+    if (!unit.steps) s.noticed_ms = later(s.noticed_ms, ms(r.windows.at(ask.id).open_seen));
+    s.opened_ms = later(s.opened_ms, ms(first.time));
+    s.written_ms = later(s.written_ms, ms(first.seen));
+    r.armed = false;
+    r.details.clear();
+  }
+  std::printf(
+      "%-17s #%d: ask %5.1f ms, lead %6.0f ms, noticed %6s ms, opened %6.0f ms, "
+      "written %6.0f ms\n",
+      key.c_str(), k + 1, s.ask_ms, s.lead_ms,
+      std::isnan(s.noticed_ms) ? "-" : std::to_string(std::lround(s.noticed_ms)).c_str(),
+      s.opened_ms, s.written_ms);
+  // The next request only once this window has closed everywhere, so that the next first
+  // detail record is the next window's.
+  const bool closed = follower.follow_until(mono_ns() + window_ns + 20 * kSecond, [&] {
+    return std::all_of(follower.ranks.begin(), follower.ranks.end(), [&](const auto& r) {
+      const auto w = r.second.windows.find(ask.id);
+      return w != r.second.windows.end() && w->second.close_seen >= 0;
+    });
+  });
+  if (!closed) {
+    std::printf("FAIL: %s: window %#llx never closed on every rank\n", key.c_str(),
+                static_cast<unsigned long long>(ask.id));
+    return false;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -343,26 +450,24 @@ int main(int argc, char** argv) {
     std::perror("mkdtemp");
     return 1;
   }
-  const std::string dir = work + "/traces", no_segments = work + "/no-segments";
-  fs::create_directories(dir);
-  fs::create_directories(no_segments);
-  const std::string job = "capture-latency-" + std::to_string(getpid());
+  Job job{"capture-latency-" + std::to_string(getpid()), work + "/traces", work + "/no-segments"};
+  fs::create_directories(job.dir);
+  fs::create_directories(job.no_segments);
   const pid_t launcher_pid =
-      start_job(launcher, train, shim, ranks, dir, job, work + "/job.stderr");
+      start_job(launcher, train, shim, ranks, job.dir, job.name, work + "/job.stderr");
   if (launcher_pid <= 0) {
     std::perror("fork");
     return 1;
   }
 
   TraceFollower follower;
-  follower.dir = dir;
+  follower.dir = job.dir;
   int failed = 0;
   // Ready when every rank has learned its steps and written step summaries (the file path's
   // asker reads the newest summaries to name step numbers).
-  int64_t step_ns = 0;
   const bool ready = follower.follow_until(bench_start + 60 * kSecond, [&] {
-    step_ns = job_step_ns(job, ranks);
-    if (step_ns == 0 || follower.ranks.size() != static_cast<std::size_t>(ranks)) return false;
+    job.step_ns = job_step_ns(job.name, ranks);
+    if (job.step_ns == 0 || follower.ranks.size() != static_cast<std::size_t>(ranks)) return false;
     return std::all_of(follower.ranks.begin(), follower.ranks.end(),
                        [](const auto& r) { return r.second.steps > 0; });
   });
@@ -371,7 +476,7 @@ int main(int argc, char** argv) {
     failed = 1;
   } else {
     std::printf("job: %d ranks of fake_train, step %.1f ms; ready after %.1f s\n", ranks,
-                static_cast<double>(step_ns) / 1e6,
+                static_cast<double>(job.step_ns) / 1e6,
                 static_cast<double>(mono_ns() - bench_start) / 1e9);
   }
 
@@ -383,102 +488,13 @@ int main(int argc, char** argv) {
     for (const Path& path : paths) {
       for (const Unit& unit : units) {
         if (failed || mono_ns() >= budget_end) break;
-        live::CaptureOptions options;
-        options.job = job;
-        options.asker = "capture_latency_bench";
-        if (!path.segments) {
-          options.dir = dir;
-          options.shm_dir = no_segments;
-        }
-        if (unit.steps) {
-          options.steps = kWindowSteps;
-        } else {
-          options.seconds = kWindowSeconds;
-        }
-        follower.poll();
-        for (auto& [pid, r] : follower.ranks) {
-          r.armed = true;
-          r.details.clear();
-        }
-        const int64_t t0 = mono_ns();
-        const live::CaptureOutcome out = live::ask_capture(options);
-        Sample s;
-        s.ask_ms = static_cast<double>(mono_ns() - t0) / 1e6;
         const std::string key = std::string(path.name) + " " + unit.name;
-        if (!out.ok) {
-          std::printf("FAIL: %s: ask_capture: %s\n", key.c_str(), out.error.c_str());
+        Sample s;
+        if (!measure(follower, job, path, unit, key, k, s)) {
           failed = 1;
           break;
         }
-        const format::CaptureAsk& ask = out.ask;
-        int64_t lead_ns = 0;
-        if (ask.unit == format::kCaptureSeconds) {
-          lead_ns = static_cast<int64_t>(ask.first) - ask.requested_realtime_ns;
-        } else if (out.step_ns > 0 && out.last_step != format::kNoStep) {
-          lead_ns = static_cast<int64_t>(ask.first - out.last_step) * out.step_ns;
-        }
-        if ((ask.unit == format::kCaptureSteps) != unit.steps)
-          std::printf("note: %s asked in %s (no step numbers known to the asker)\n", key.c_str(),
-                      ask.unit == format::kCaptureSteps ? "steps" : "seconds");
-        s.lead_ms = static_cast<double>(lead_ns) / 1e6;
-        const int64_t window_ns = unit.steps ? static_cast<int64_t>(kWindowSteps) * step_ns
-                                             : static_cast<int64_t>(kWindowSeconds * 1e9);
-        // Generous: a busy machine only makes it slower; a window that never comes is a bug.
-        const int64_t open_by = t0 + lead_ns + 20 * kSecond;
-        const bool opened = follower.follow_until(open_by, [&] {
-          return std::all_of(follower.ranks.begin(), follower.ranks.end(),
-                             [&](const auto& r) { return r.second.first_of(ask.id) != nullptr; });
-        });
-        if (!opened) {
-          std::printf("FAIL: %s: window %#llx (%s) did not start on every rank within %.0f s:\n",
-                      key.c_str(), static_cast<unsigned long long>(ask.id),
-                      live::describe(out).c_str(), static_cast<double>(open_by - t0) / 1e9);
-          for (const auto& [pid, r] : follower.ranks) {
-            const auto w = r.windows.find(ask.id);
-            std::printf("  pid %lld: open mark %s, first detail record %s, %llu step summaries\n",
-                        static_cast<long long>(pid),
-                        w != r.windows.end() && w->second.open_seen >= 0 ? "read" : "none",
-                        r.first_of(ask.id) != nullptr ? "read" : "none",
-                        static_cast<unsigned long long>(r.steps));
-          }
-          std::printf("  the asker planned from step %llu at %.2f ms a step; the ranks now:\n",
-                      static_cast<unsigned long long>(out.last_step),
-                      static_cast<double>(out.step_ns) / 1e6);
-          print_checkpoints(job);
-          failed = 1;
-          break;
-        }
-        // The slowest rank counts.
-        const auto later = [](double a, double b) { return std::isnan(a) ? b : std::fmax(a, b); };
-        for (auto& [pid, r] : follower.ranks) {
-          const auto ms = [&](int64_t t) { return static_cast<double>(t - t0) / 1e6; };
-          const RankSeen::Detail& first = *r.first_of(ask.id);
-          if (!unit.steps) s.noticed_ms = later(s.noticed_ms, ms(r.windows.at(ask.id).open_seen));
-          s.opened_ms = later(s.opened_ms, ms(first.time));
-          s.written_ms = later(s.written_ms, ms(first.seen));
-          r.armed = false;
-          r.details.clear();
-        }
-        std::printf(
-            "%-17s #%d: ask %5.1f ms, lead %6.0f ms, noticed %6s ms, opened %6.0f ms, "
-            "written %6.0f ms\n",
-            key.c_str(), k + 1, s.ask_ms, s.lead_ms,
-            std::isnan(s.noticed_ms) ? "-" : std::to_string(std::lround(s.noticed_ms)).c_str(),
-            s.opened_ms, s.written_ms);
         samples[key].push_back(s);
-        // The next request only once this window has closed everywhere, so that the next first
-        // detail record is the next window's.
-        const bool closed = follower.follow_until(mono_ns() + window_ns + 20 * kSecond, [&] {
-          return std::all_of(follower.ranks.begin(), follower.ranks.end(), [&](const auto& r) {
-            const auto w = r.second.windows.find(ask.id);
-            return w != r.second.windows.end() && w->second.close_seen >= 0;
-          });
-        });
-        if (!closed) {
-          std::printf("FAIL: %s: window %#llx never closed on every rank\n", key.c_str(),
-                      static_cast<unsigned long long>(ask.id));
-          failed = 1;
-        }
       }
     }
   }
@@ -486,7 +502,7 @@ int main(int argc, char** argv) {
   kill(launcher_pid, SIGTERM);
   int status = 0;
   waitpid(launcher_pid, &status, 0);
-  remove_segments(job);
+  remove_segments(job.name);
   if (failed) {
     std::ifstream log(work + "/job.stderr");
     std::printf("the job's stderr:\n%s",
