@@ -45,12 +45,13 @@ uint64_t random_id() {
   return id;
 }
 
-// The newest step summary a trace file holds (from its last records), on the wall clock.
+// The newest step summary a trace file holds (from its last records), on the wall clock, and
+// how fast its steps were numbered over those records.
 struct FileStep {
   bool found = false;
   uint64_t step = 0;
   int64_t end_realtime_ns = 0;
-  int64_t duration_ns = 0;
+  int64_t step_ns = 0;  // time per step number: the span of the summaries read / the steps in it
 };
 
 FileStep last_step_of(const std::string& path) {
@@ -60,16 +61,28 @@ FileStep last_step_of(const std::string& path) {
   const auto& p = reader.header().process;
   const int64_t offset = p.start_realtime_ns - p.start_monotonic_ns;
   reader.seek(reader.record_count() > kTailRecords ? reader.record_count() - kTailRecords : 0);
+  uint64_t first_step = 0;
+  int64_t first_start = 0, last_duration = 0;
   for (auto chunk = reader.next(); !chunk.empty(); chunk = reader.next()) {
     for (const auto& r : chunk) {
       if (r.prefix.kind != format::RecordKind::kStep) continue;
+      if (!out.found || r.step.step < first_step) {
+        first_step = r.step.step;
+        first_start = r.step.start_ns;
+      }
       if (out.found && r.step.step < out.step) continue;
       out.found = true;
       out.step = r.step.step;
-      out.duration_ns = int64_t{r.step.duration_us} * 1000;
-      out.end_realtime_ns = r.step.start_ns + out.duration_ns + offset;
+      last_duration = int64_t{r.step.duration_us} * 1000;
+      out.end_realtime_ns = r.step.start_ns + last_duration + offset;
     }
   }
+  // Not the newest step's own duration: a step the learner cut short (a sub-step of a few us on a
+  // busy machine) would make the steps since it look like hundreds of thousands.
+  const int64_t span = out.end_realtime_ns - offset - first_start;
+  out.step_ns = out.found && out.step > first_step && span > 0
+                    ? span / static_cast<int64_t>(out.step - first_step + 1)
+                    : last_duration;
   return out;
 }
 
@@ -135,15 +148,15 @@ CaptureOutcome ask_capture(const CaptureOptions& o) {
         remote = true;
       if (!segments.empty()) continue;
       const FileStep last = last_step_of(f.parts.back());  // the newest part
-      if (!last.found || last.duration_ns <= 0) continue;
+      if (!last.found || last.step_ns <= 0) continue;
       // Summaries are written a little after their step: count the steps since.
       const uint64_t since =
           now > last.end_realtime_ns
-              ? static_cast<uint64_t>((now - last.end_realtime_ns) / last.duration_ns)
+              ? static_cast<uint64_t>((now - last.end_realtime_ns) / last.step_ns)
               : 0;
       const uint64_t current = last.step + since;
       if (out.last_step == format::kNoStep || current > out.last_step) out.last_step = current;
-      step_times.push_back(last.duration_ns);
+      step_times.push_back(last.step_ns);
     }
   }
   if (out.job.empty()) {
