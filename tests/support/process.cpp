@@ -50,13 +50,15 @@ CommandResult run_shell(const std::string& command, const fs::path& scratch,
 
 int run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                 std::string* output) {
-  const std::string out_path = "/tmp/ncclwatch-run-" + std::to_string(getpid()) + ".out";
+  // A private file (mkstemp: a name no one planted) rather than a predictable one in /tmp.
+  std::string out_path = (fs::temp_directory_path() / "ncclwatch-run.XXXXXX").string();
+  const int out_fd = mkstemp(out_path.data());
   const pid_t pid = fork();
   if (pid == 0) {
-    const int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
+    if (out_fd >= 0) {
+      dup2(out_fd, 1);
+      dup2(out_fd, 2);
+      close(out_fd);
     }
     std::vector<std::string> envs;
     for (char** e = environ; *e != nullptr; ++e) envs.emplace_back(*e);
@@ -75,6 +77,7 @@ int run_process(const std::vector<std::string>& argv, const std::vector<std::str
     execve(cargv[0], cargv.data(), cenv.data());
     _exit(127);
   }
+  if (out_fd >= 0) close(out_fd);
   int status = 0;
   waitpid(pid, &status, 0);
   if (output != nullptr) {
@@ -83,6 +86,19 @@ int run_process(const std::vector<std::string>& argv, const std::vector<std::str
   }
   unlink(out_path.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+pid_t start_process(const std::vector<std::string>& argv, const std::string& stderr_path) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (!freopen(stderr_path.c_str(), "w", stderr) || !freopen("/dev/null", "w", stdout)) _exit(98);
+    std::vector<char*> cargv;
+    for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+    cargv.push_back(nullptr);
+    execv(cargv[0], cargv.data());
+    _exit(99);
+  }
+  return pid;
 }
 
 }  // namespace ncclwatch::test_support

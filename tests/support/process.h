@@ -3,6 +3,8 @@
 // captured, a program run with fork + execve (no shell), a file's contents.
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -44,5 +46,10 @@ CommandResult run_shell(const std::string& command, const fs::path& scratch,
 // together go to `output` when given. Returns its exit status (128 + signal if signalled).
 int run_process(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                 std::string* output = nullptr);
+
+// Starts a program (fork + execv, no shell) with stderr to `stderr_path` and stdout to /dev/null,
+// without waiting: its pid, for waitpid (-1 when fork failed). The multi-rank tests start
+// fake_launcher this way and wait while they watch the job.
+pid_t start_process(const std::vector<std::string>& argv, const std::string& stderr_path);
 
 }  // namespace ncclwatch::test_support

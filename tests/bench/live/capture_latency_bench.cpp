@@ -48,6 +48,7 @@
 
 #include "live/capture_asker.h"
 #include "ncclwatch/format.h"
+#include "process.h"
 #include "trace/segment_view.h"
 
 namespace {
@@ -255,16 +256,7 @@ pid_t start_job(const std::string& launcher, const std::string& train, const std
                                    "100000000",  // stopped by the bench
                                    "--bucket-mb",
                                    "1"};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen(log.c_str(), "w", stderr) || !freopen("/dev/null", "w", stdout)) _exit(98);
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    execv(cargv[0], cargv.data());
-    _exit(97);
-  }
-  return pid;
+  return ncclwatch::test_support::start_process(argv, log);
 }
 
 // The job's segments once every rank has learned its steps (step numbers and a step time in its

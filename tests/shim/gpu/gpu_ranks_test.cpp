@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "process.h"
 #include "timeline/gpu_linker.h"
 #include "trace/rank_loader.h"
 
@@ -48,16 +49,7 @@ JobRun run_job(const std::string& program, const std::vector<std::string>& args,
   argv.push_back(program);
   for (const auto& a : args) argv.push_back(a);
   std::string err = dir + "/stderr.txt";
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen(err.c_str(), "w", stderr)) _exit(98);
-    if (!freopen("/dev/null", "w", stdout)) _exit(98);
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    execv(cargv[0], cargv.data());
-    _exit(99);
-  }
+  const pid_t pid = ncclwatch::test_support::start_process(argv, err);
   JobRun run;
   waitpid(pid, &run.status, 0);
   std::ifstream ef(err);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "process.h"
 #include "trace/job_loader.h"
 #include "trace/segment_view.h"
 
@@ -70,17 +71,7 @@ pid_t start_job(JobRun& run, std::vector<std::string> args, const std::vector<st
   for (const auto& a : kFastSteps) argv.push_back(a);
   for (const auto& a : args) argv.push_back(a);
   run.err_path = run.dir + "/stderr.txt";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (!freopen(run.err_path.c_str(), "w", stderr)) _exit(98);
-    if (!freopen("/dev/null", "w", stdout)) _exit(98);
-    std::vector<char*> cargv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    execv(cargv[0], cargv.data());
-    _exit(99);
-  }
-  return pid;
+  return ncclwatch::test_support::start_process(argv, run.err_path);
 }
 
 void wait_job(JobRun& run, pid_t pid) {
