@@ -10,7 +10,6 @@
 #include "pipeline/collector_schema.h"
 #include "pipeline/job_input.h"
 #include "pipeline/report_job.h"
-#include "report/json_renderer.h"
 
 namespace ncclwatch::diff {
 namespace {
@@ -136,12 +135,12 @@ std::optional<RunInput> load_run(const std::string& path, const char* side, std:
   if (looks_like_report_json(path)) return read_report(path, side, err);
   pipeline::ReportRequest req;
   req.inputs = {path};
-  std::optional<pipeline::AnalysedJob> job = pipeline::analyse_job(req, err, progress);
-  if (!job) return std::nullopt;
+  std::optional<pipeline::ReportDocument> doc = pipeline::report_document(req, err, progress);
+  if (!doc) return std::nullopt;
   RunInput run;
   run.path = path;
-  run.kind = input_kind_name(job->kind);
-  run.report = report::render_json(job->result.report);
+  run.kind = input_kind_name(doc->kind);
+  run.report = std::move(doc->json);
   return run;
 }
 

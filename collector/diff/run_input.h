@@ -1,7 +1,8 @@
 // One side of `ncclwatch diff`: a report JSON written earlier (`report --json FILE`), read as
 // untrusted input, or any input `ncclwatch report` reads (a trace directory, Kineto traces,
-// Nsight Systems exports: pipeline/job_input.h) turned into its report JSON by the same loader
-// and pipeline (pipeline/report_job.h).
+// Nsight Systems exports: pipeline/job_input.h) turned into the report JSON `report --json` writes
+// for it (pipeline/report_job.h, report_document: a run with capture windows is compared by the
+// window `report` shows first).
 #pragma once
 
 #include <cstdio>

@@ -88,21 +88,6 @@ PipelineResult analyse(const ReportRequest& req, const JobInput& input, model::J
 
 }  // namespace
 
-std::optional<AnalysedJob> analyse_job(const ReportRequest& req, std::FILE* err,
-                                       const std::function<void(const std::string&)>& progress) {
-  AnalysedJob out;
-  const std::optional<JobInput> input = load(req, out.job, progress, err);
-  if (!input) return std::nullopt;
-  out.kind = input->kind;
-  out.paths = input->paths;
-  if (out.job.ranks.empty()) {
-    say_no_ranks(req, *input, out.job, err);
-    return std::nullopt;
-  }
-  out.result = analyse(req, *input, out.job, progress);
-  return out;
-}
-
 bool no_rank_traces(const std::string& dir) {
   std::error_code ec;
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -117,10 +102,10 @@ namespace {
 // wrote is a line among the report's findings.
 void write_exports(const ReportRequest& req, const model::JobTrace& job, PipelineResult& result,
                    const exporter::StepWindow& steps, const std::string& simulated,
-                   ProgressLine& progress, std::FILE* err, ReportStatus& rc) {
+                   const Show& show, std::FILE* err, ReportStatus& rc) {
   model::Report& report = result.report;
   if (!req.trace_path.empty()) {
-    progress.show("writing the trace");
+    show("writing the trace");
     exporter::ChromeTraceStats stats;
     std::string error;
     if (exporter::ChromeTraceWriter::write_file(req.trace_path, job, result.match, result.clock,
@@ -147,7 +132,7 @@ void write_exports(const ReportRequest& req, const model::JobTrace& job, Pipelin
     }
   }
   if (!req.html_path.empty()) {
-    progress.show("writing the HTML report");
+    show("writing the HTML report");
     std::string error;
     if (exporter::HtmlReport::write_file(req.html_path, report, error)) {
       report.findings.push_back(
@@ -170,7 +155,13 @@ bool warns(const model::Report& r) {
 // The JSON file (when asked), the text on `out`, the exit status.
 ReportStatus finish(const ReportRequest& req, const model::Report& json_report,
                     const std::string& text, bool warned, ReportStatus rc, std::FILE* out,
-                    std::FILE* err) {
+                    std::FILE* err, ReportDocument* doc) {
+  // What the JSON file holds, read back as `diff` reads a report JSON: invalid UTF-8 (host or
+  // kernel names) replaced alike.
+  if (doc != nullptr)
+    doc->json =
+        nlohmann::json::parse(report::render_json(json_report)
+                                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   if (!req.json_path.empty()) {
     std::string error;
     if (!report::write_json(json_report, req.json_path, error)) {
@@ -210,7 +201,8 @@ void add_simulated(const std::string& simulated, model::Report& report) {
 ReportStatus report_windows(const ReportRequest& req, const JobInput& input,
                             const model::JobTrace& job, const RunHistory& run,
                             const exporter::StepWindow& steps, const std::string& simulated,
-                            ProgressLine& progress, std::FILE* out, std::FILE* err) {
+                            const Show& show, std::FILE* out, std::FILE* err,
+                            ReportDocument* document) {
   const std::size_t count = run.windows.size();
   if (req.window > count) {
     model::say(err,
@@ -223,7 +215,6 @@ ReportStatus report_windows(const ReportRequest& req, const JobInput& input,
   } else {
     for (std::size_t i = count; i-- > 0;) chosen.push_back(i);
   }
-  const auto show = [&progress](const std::string& line) { progress.show(line); };
   const report::TextOptions options = text_options(req, out);
   nlohmann::json windows = nlohmann::json::array();
   for (std::size_t i = 0; i < count; ++i)
@@ -238,7 +229,7 @@ ReportStatus report_windows(const ReportRequest& req, const JobInput& input,
     const std::string title = history::describe_window(w, wi, count) +
                               (wi + 1 == count ? " (newest)" : "") +
                               (w.text.empty() ? std::string() : "\ntriggered by: " + w.text);
-    progress.show(fmt::format("analysing capture window {} of {}", wi + 1, count));
+    show(fmt::format("analysing capture window {} of {}", wi + 1, count));
     model::JobTrace slice = history::window_job(job, w, wi + 1 == count);
     PipelineResult result;
     if (!slice.ranks.empty()) result = analyse(req, input, slice, show, k == 0);
@@ -263,17 +254,22 @@ ReportStatus report_windows(const ReportRequest& req, const JobInput& input,
     // The page draws the history with the windows marked.
     report.json["history"] = history::history_json(run.history);
     report.json["windows"] = windows;
-    write_exports(req, slice, result, steps, simulated, progress, err, rc);
+    write_exports(req, slice, result, steps, simulated, show, err, rc);
     text = report::render_text(report, options);
     doc = std::move(report);
   }
   doc.json["windows"] = std::move(windows);
-  return finish(req, doc, text + rest, warned, rc, out, err);
+  return finish(req, doc, text + rest, warned, rc, out, err, document);
 }
 
 }  // namespace
 
-ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err) {
+namespace {
+
+// `report` (and `run`) print the report and write its files; `diff` takes, in `doc`, what the
+// JSON file would hold, with its own progress lines (`show`).
+ReportStatus run_report(const ReportRequest& req, std::FILE* out, std::FILE* err, const Show& own,
+                        ReportDocument* doc) {
   ReportStatus rc = ReportStatus::kClean;
   exporter::StepWindow steps;  // the CLI checks --steps (a usage error); this is the backstop
   if (!req.steps.empty() && !exporter::StepWindow::parse(req.steps, steps)) {
@@ -281,11 +277,12 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
                  req.steps.c_str());
     return ReportStatus::kError;
   }
-  ProgressLine progress(err, req.progress);
-  const auto show = [&progress](const std::string& line) { progress.show(line); };
+  ProgressLine progress(err, req.progress && !own);
+  const Show show = own ? own : Show([&progress](const std::string& line) { progress.show(line); });
   model::JobTrace job;
   const std::optional<JobInput> input = load(req, job, show, err);
   if (!input) return ReportStatus::kError;
+  if (doc != nullptr) doc->kind = input->kind;
   if (job.ranks.empty()) {
     say_no_ranks(req, *input, job, err);
     return ReportStatus::kError;
@@ -298,11 +295,11 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
                                                        : std::string();
   RunHistory run;
   if (ncclwatch_traces) {
-    progress.show("reading the step summaries");
+    show("reading the step summaries");
     run = read_run_history(job, input->paths[0]);
   }
   if (!history::one_whole_run(run.windows))
-    return report_windows(req, *input, job, run, steps, simulated, progress, out, err);
+    return report_windows(req, *input, job, run, steps, simulated, show, out, err, doc);
   if (req.window > 1) {
     model::say(err, fmt::format("--window {}: the run is one whole-run window", req.window));
     return ReportStatus::kUsage;
@@ -323,10 +320,31 @@ ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err
       windows.push_back(history::window_json(run.windows[i], i));
     report.json["windows"] = std::move(windows);
   }
-  progress.show("writing the report");
-  write_exports(req, job, result, steps, simulated, progress, err, rc);
+  show("writing the report");
+  write_exports(req, job, result, steps, simulated, show, err, rc);
   return finish(req, report, report::render_text(report, text_options(req, out)), warns(report), rc,
-                out, err);
+                out, err, doc);
+}
+
+}  // namespace
+
+ReportStatus report_job(const ReportRequest& req, std::FILE* out, std::FILE* err) {
+  return run_report(req, out, err, Show(), nullptr);
+}
+
+std::optional<ReportDocument> report_document(const ReportRequest& req, std::FILE* err,
+                                              const Show& progress) {
+  std::FILE* null = std::fopen("/dev/null", "w");
+  if (null == nullptr) {
+    model::say(err, std::string("cannot open /dev/null: ") + std::strerror(errno));
+    return std::nullopt;
+  }
+  ReportDocument doc;
+  const ReportStatus rc = run_report(req, null, err, progress, &doc);
+  std::fclose(null);
+  if (rc == ReportStatus::kError || rc == ReportStatus::kUsage || doc.json.is_null())
+    return std::nullopt;
+  return doc;
 }
 
 }  // namespace ncclwatch::pipeline

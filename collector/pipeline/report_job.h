@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "pipeline/job_input.h"
 #include "pipeline/pipeline.h"
 
@@ -55,19 +57,20 @@ enum class ReportStatus : int {
 // No rank trace at all in `dir` (of `job`, when given): the job made no NCCL call under the shim.
 bool no_rank_traces(const std::string& dir);
 
-// The job of `req`'s inputs, loaded and analysed exactly as `report` does it (the loaders of
-// job_input.h, then run_pipeline): what `ncclwatch diff` makes of a trace input. nullopt after
-// one line on `err` when the inputs are missing, unrecognised or hold no rank trace.
-// `progress` gets a line now and then (the loader's and the pipeline's stages).
-struct AnalysedJob {
-  InputKind kind = InputKind::kNcclwatch;
-  std::vector<std::string> paths;
-  model::JobTrace job;
-  PipelineResult result;
-};
-std::optional<AnalysedJob> analyse_job(const ReportRequest& req, std::FILE* err,
-                                       const std::function<void(const std::string&)>& progress);
+using Show = std::function<void(const std::string&)>;  // a progress line
 
 ReportStatus report_job(const ReportRequest& request, std::FILE* out, std::FILE* err);
+
+// What `report` would write with --json for `req`, and the kind of input it read: what
+// `ncclwatch diff` compares for an input that is not a report JSON already, so that comparing two
+// inputs and comparing their `report --json` files is one thing (a run with capture windows: the
+// window `report` shows first, with the run's history). `progress` shows the progress lines (the
+// request's own are off). nullopt after a line on `err` when `report` would fail.
+struct ReportDocument {
+  InputKind kind = InputKind::kNcclwatch;
+  nlohmann::json json;
+};
+std::optional<ReportDocument> report_document(const ReportRequest& req, std::FILE* err,
+                                              const Show& progress);
 
 }  // namespace ncclwatch::pipeline

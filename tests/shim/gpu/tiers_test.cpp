@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "process.h"
 #include "trace/job_loader.h"
 #include "trace/segment_view.h"
@@ -501,6 +503,44 @@ TEST(Tiers, ACallInFlightForSecondsOutsideWindowsReturnsInTheTrace) {
   EXPECT_GE(waited, 3) << "ranks 0, 2 and 3 wait for rank 1 in a collective";
   const std::string report = run_cli({"report", run.dir});
   EXPECT_EQ(report.find("never returned"), std::string::npos) << report;
+}
+
+// `ncclwatch diff` of two trace directories with capture windows compares what `report --json`
+// writes for each (the newest window's analysis and the history), so diffing the directories and
+// diffing their report JSONs is one thing; it compared an analysis of every window's detail
+// mixed together.
+TEST(Tiers, DiffOfWindowedRunsIsTheDiffOfTheirReportJsons) {
+  JobRun base, slow;
+  const std::vector<std::string> env = {"NCCLWATCH_AUTO_CAPTURE=off",
+                                        "NCCLWATCH_CAPTURE=first:50,steps:2000-2100"};
+  run_job(base, {"--steps", "3000"}, env);
+  run_job(slow, {"--steps", "3000", "--slow", "2:1.5"}, env);
+  ASSERT_EQ(base.status, 0) << base.stderr_text;
+  ASSERT_EQ(slow.status, 0) << slow.stderr_text;
+  for (const JobRun* run : {&base, &slow}) {
+    const JobTrace loaded = load_with_steps(run->dir);
+    ASSERT_FALSE(loaded.ranks.empty());
+    EXPECT_EQ(loaded.ranks[0].windows.size(), 2u) << "two windows, or nothing is tested";
+  }
+  const std::string a = base.dir + "/a.json", b = slow.dir + "/b.json";
+  run_cli({"report", base.dir, "--json", a, "--no-progress"});
+  run_cli({"report", slow.dir, "--json", b, "--no-progress"});
+  const std::string from_dirs = base.dir + "/d1.json", from_reports = base.dir + "/d2.json";
+  run_cli({"diff", base.dir, slow.dir, "--json", from_dirs, "--no-progress"});
+  run_cli({"diff", a, b, "--json", from_reports, "--no-progress"});
+  const auto comparison = [](const std::string& path) {
+    std::ifstream in(path);
+    nlohmann::json d = nlohmann::json::parse(in, nullptr, false);
+    if (d.is_discarded()) return std::string("unreadable ") + path;
+    for (const char* side : {"base", "new"}) {  // where each side came from, and its kind
+      d[side].erase("source");
+      d[side].erase("kind");
+    }
+    return d.dump(1);
+  };
+  const std::string d1 = comparison(from_dirs);
+  EXPECT_NE(d1.find("\"new\""), std::string::npos) << d1;
+  EXPECT_EQ(d1, comparison(from_reports));
 }
 
 TEST(Tiers, ASlowdownMidRunCapturesAWindowByItselfOnEveryRank) {
