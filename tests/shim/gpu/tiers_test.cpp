@@ -130,6 +130,13 @@ std::string problems_of(const JobTrace& job) {
   return out;
 }
 
+// The job's four ranks, read without a problem (call through ASSERT_NO_FATAL_FAILURE).
+void load_four_ranks(const JobRun& run, JobTrace* job) {
+  *job = load_with_steps(run.dir);
+  EXPECT_TRUE(job->problems.empty()) << problems_of(*job);
+  ASSERT_EQ(job->ranks.size(), 4u);
+}
+
 // A plain LD_PRELOAD gets NCCLWATCH_DETAIL=windows with NCCLWATCH_CAPTURE=first:50: every rank
 // writes a summary of every step, and every call, kernel and launch of the first 50 steps only,
 // in one schedule window with the same id and steps on every rank.
@@ -142,9 +149,8 @@ TEST(Tiers, DefaultsKeepDetailForTheFirst50StepsAndSummariesThroughout) {
   // Capture by itself off: a busy machine's own slowdowns would add windows (its test is below).
   run_job(run, {"--steps", "3000"}, {"NCCLWATCH_AUTO_CAPTURE=off"});
   ASSERT_EQ(run.status, 0) << run.stderr_text;
-  const JobTrace job = load_with_steps(run.dir);
-  EXPECT_TRUE(job.problems.empty()) << problems_of(job);
-  ASSERT_EQ(job.ranks.size(), 4u);
+  JobTrace job;
+  ASSERT_NO_FATAL_FAILURE(load_four_ranks(run, &job));
   const auto& first = job.ranks[0];
   ASSERT_EQ(first.windows.size(), 1u);
   const auto& w0 = first.windows[0];
@@ -202,9 +208,8 @@ TEST(Tiers, TheDiskBudgetEvictsTheOldestDetailAndKeepsEverySummary) {
   for (const auto& [process, bytes] : bytes_of_process)
     EXPECT_LE(bytes, (1u << 20) + (1u << 20) / 8 + 64 * 1024) << process;
 
-  const JobTrace job = load_with_steps(run.dir);
-  EXPECT_TRUE(job.problems.empty()) << problems_of(job);
-  ASSERT_EQ(job.ranks.size(), 4u);
+  JobTrace job;
+  ASSERT_NO_FATAL_FAILURE(load_four_ranks(run, &job));
   for (const RankTrace& t : job.ranks) {
     SCOPED_TRACE("rank " + std::to_string(t.info.rank));
     EXPECT_TRUE(t.info.complete);
@@ -256,9 +261,8 @@ TEST(Tiers, CaptureOnARunningJobTakesTheSameStepsOnEveryRank) {
   wait_job(run, launcher);
   ASSERT_EQ(run.status, 0) << run.stderr_text;
 
-  const JobTrace loaded = load_with_steps(run.dir);
-  EXPECT_TRUE(loaded.problems.empty()) << problems_of(loaded);
-  ASSERT_EQ(loaded.ranks.size(), 4u);
+  JobTrace loaded;
+  ASSERT_NO_FATAL_FAILURE(load_four_ranks(run, &loaded));
   const auto& w0 = loaded.ranks[0].windows;
   ASSERT_EQ(w0.size(), 1u);
   for (const RankTrace& t : loaded.ranks) {
@@ -335,9 +339,8 @@ TEST(Tiers, AutoTimesALaunchBoundJobsGpuOnlyForWindows) {
           {"NCCLWATCH_CAPTURE=first:50,steps:700-719", "NCCLWATCH_AUTO_CAPTURE=off",
            "NCCLWATCH_FAKE_CUPTI_COUNTS=" + counts});
   ASSERT_EQ(run.status, 0) << run.stderr_text;
-  const JobTrace job = load_with_steps(run.dir);
-  EXPECT_TRUE(job.problems.empty()) << problems_of(job);
-  ASSERT_EQ(job.ranks.size(), 4u);
+  JobTrace job;
+  ASSERT_NO_FATAL_FAILURE(load_four_ranks(run, &job));
   for (const RankTrace& t : job.ranks) {
     SCOPED_TRACE("rank " + std::to_string(t.info.rank));
     ASSERT_EQ(t.windows.size(), 2u);
@@ -437,9 +440,8 @@ TEST(Tiers, AutoKeepsTimingAGpuBoundJob) {
            "4000", "--opt-us", "1000"},
           {"NCCLWATCH_AUTO_CAPTURE=off", "NCCLWATCH_FAKE_CUPTI_COUNTS=" + counts});
   ASSERT_EQ(run.status, 0) << run.stderr_text;
-  const JobTrace job = load_with_steps(run.dir);
-  EXPECT_TRUE(job.problems.empty()) << problems_of(job);
-  ASSERT_EQ(job.ranks.size(), 4u);
+  JobTrace job;
+  ASSERT_NO_FATAL_FAILURE(load_four_ranks(run, &job));
   for (const RankTrace& t : job.ranks) {
     SCOPED_TRACE("rank " + std::to_string(t.info.rank));
     ASSERT_EQ(t.gpu_timing.size(), 1u);
@@ -484,9 +486,8 @@ TEST(Tiers, ACallInFlightForSecondsOutsideWindowsReturnsInTheTrace) {
   // window (first:50) ends long before it.
   run_job(run, {"--steps", "3000", "--stall-step", "1:2000:1500"}, {"NCCLWATCH_AUTO_CAPTURE=off"});
   ASSERT_EQ(run.status, 0) << run.stderr_text;
-  const JobTrace loaded = load_with_steps(run.dir);
-  EXPECT_TRUE(loaded.problems.empty()) << problems_of(loaded);
-  ASSERT_EQ(loaded.ranks.size(), 4u);
+  JobTrace loaded;
+  ASSERT_NO_FATAL_FAILURE(load_four_ranks(run, &loaded));
   int waited = 0;
   for (const RankTrace& t : loaded.ranks) {
     SCOPED_TRACE("rank " + std::to_string(t.info.rank));
@@ -554,9 +555,8 @@ TEST(Tiers, ASlowdownMidRunCapturesAWindowByItselfOnEveryRank) {
       {"NCCLWATCH_JOB=" + job});
   wait_job(run, pid);
   ASSERT_EQ(run.status, 0) << run.stderr_text;
-  const JobTrace loaded = load_with_steps(run.dir);
-  EXPECT_TRUE(loaded.problems.empty()) << problems_of(loaded);
-  ASSERT_EQ(loaded.ranks.size(), 4u);
+  JobTrace loaded;
+  ASSERT_NO_FATAL_FAILURE(load_four_ranks(run, &loaded));
   const ncclwatch::model::WindowMark* first_auto = nullptr;
   for (const RankTrace& t : loaded.ranks) {
     SCOPED_TRACE("rank " + std::to_string(t.info.rank));
