@@ -38,7 +38,8 @@ struct Diff {
 };
 
 Diff diff(const std::string& base, const std::string& now, const std::string& extra = "") {
-  const std::string stem = ::testing::TempDir() + "diff_out_" + std::to_string(getpid());
+  // In this process's private scenario directory (not a predictable name in /tmp).
+  const std::string stem = scenario_root() + "/diff";
   const std::string cmd = std::string(NCCLWATCH_EXE) + " diff --no-progress " + base + " " + now +
                           " --json " + stem + ".json " + extra + " > " + stem + ".txt 2>&1";
   Diff d;

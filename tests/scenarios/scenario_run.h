@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -33,12 +34,31 @@ struct Result {
   std::string dir;
 };
 
+// Every scenario of this process in one private directory (mkdtemp), removed at exit: a suite's
+// traces are tens of MB, and they were left behind in /tmp under predictable names.
+inline const std::string& scenario_root() {
+  struct Root {
+    std::string path;
+    Root() {
+      std::string templ = ::testing::TempDir() + "scenario.XXXXXX";
+      if (mkdtemp(templ.data()) != nullptr) path = templ;
+    }
+    ~Root() {
+      std::error_code ec;
+      if (!path.empty()) std::filesystem::remove_all(path, ec);
+    }
+  };
+  static const Root root;
+  return root.path;
+}
+
 inline Result run_scenario(const Scenario& s) {
   static int counter = 0;
   Result r;
-  r.dir = ::testing::TempDir() + "scenario_" + std::to_string(getpid()) + "_" +
-          std::to_string(counter++);
-  EXPECT_EQ(std::system(("rm -rf " + r.dir + " && mkdir -p " + r.dir).c_str()), 0);
+  EXPECT_FALSE(scenario_root().empty()) << "mkdtemp failed";
+  r.dir = scenario_root() + "/" + std::to_string(counter++);
+  std::error_code ec;
+  EXPECT_TRUE(std::filesystem::create_directory(r.dir, ec)) << r.dir << ": " << ec.message();
   std::vector<std::string> argv = {NCCLWATCH_EXE, "run",    "--dir",
                                    r.dir,         "--json", r.dir + "/report.json"};
   argv.insert(argv.end(), s.run_args.begin(), s.run_args.end());

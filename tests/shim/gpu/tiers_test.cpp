@@ -331,8 +331,8 @@ bool step_inside(const format::StepRecord& st, int64_t start, int64_t end) {
 // report's history says why.
 TEST(Tiers, AutoTimesALaunchBoundJobsGpuOnlyForWindows) {
   JobRun run;
-  const std::string counts = ::testing::TempDir() + "cupti_counts_" + std::to_string(getpid());
-  fs::create_directories(counts);
+  const ncclwatch::test_support::TempDir counts_dir("cupti_counts");  // removed however it ends
+  const std::string counts = counts_dir.path().string();
   run_job(run,
           {"--steps", "1200", "--layers", "32", "--fwd-us", "1000", "--bwd-us", "3000", "--opt-us",
            "500"},
@@ -416,7 +416,6 @@ TEST(Tiers, AutoTimesALaunchBoundJobsGpuOnlyForWindows) {
   // CUPTI made kernel records and called back for launches only while on: the first ~250 steps
   // and ~220 steps ahead of steps 700-719, well under the 1200 steps' kernels.
   const std::vector<CuptiCounts> c = cupti_counts(counts);
-  fs::remove_all(counts);
   ASSERT_EQ(c.size(), 4u);
   for (const CuptiCounts& r : c) {
     EXPECT_GE(r.kernels_run, 1200u * 69);
@@ -433,8 +432,8 @@ TEST(Tiers, AutoTimesALaunchBoundJobsGpuOnlyForWindows) {
 // its figures, and every summary past the first window keeps its GPU figures.
 TEST(Tiers, AutoKeepsTimingAGpuBoundJob) {
   JobRun run;
-  const std::string counts = ::testing::TempDir() + "cupti_counts_gb_" + std::to_string(getpid());
-  fs::create_directories(counts);
+  const ncclwatch::test_support::TempDir counts_dir("cupti_counts");  // removed however it ends
+  const std::string counts = counts_dir.path().string();
   run_job(run,
           {"--steps", "800", "--layers", "1", "--buckets", "1", "--fwd-us", "2000", "--bwd-us",
            "4000", "--opt-us", "1000"},
@@ -458,7 +457,6 @@ TEST(Tiers, AutoKeepsTimingAGpuBoundJob) {
     EXPECT_GT(timed, 100u);
   }
   const std::vector<CuptiCounts> c = cupti_counts(counts);
-  fs::remove_all(counts);
   ASSERT_EQ(c.size(), 4u);
   for (const CuptiCounts& r : c) EXPECT_GE(r.kernels_recorded + 10, r.kernels_run);
   const std::string report = one_line(run_cli({"report", run.dir}));
