@@ -139,7 +139,10 @@ TEST(ContentionScenario, RankPinnedToABusyCoreIsCpuContention) {
                                  12});
   const json* s = straggler(r, 0);
   ASSERT_NE(s, nullptr) << r.report["stragglers"].dump(1) << r.log;
-  EXPECT_EQ((*s)["pattern"], "persistent") << s->dump(1);
+  // Late at every step; with the other CPU busy too (a loaded machine), the scheduler's slices
+  // can bunch its lateness into a spike every few steps, which is then "periodic" (seen once at
+  // load 10: a 107 ms spike every 4th step). The cause is the point here.
+  EXPECT_TRUE((*s)["pattern"] == "persistent" || (*s)["pattern"] == "periodic") << s->dump(1);
   EXPECT_EQ((*s)["cause"], "cpu-contention") << s->dump(1);
   ASSERT_TRUE((*s)["cpu_wait_us_per_step"].is_number()) << s->dump(1);
   ASSERT_TRUE((*s)["cpu_wait_baseline_us_per_step"].is_number()) << s->dump(1);
