@@ -1,11 +1,9 @@
 #include "synthetic_trace_writer.h"
 
 #include <cstdio>
-#include <cstring>
-#include <stdexcept>
-#include <vector>
 
 #include "ncclwatch/format.h"
+#include "trace_file_writer.h"
 
 namespace ncclwatch::bench {
 
@@ -17,56 +15,7 @@ using format::RecordKind;
 constexpr uint64_t kComm = 0x5eed5eed12345678ULL;
 
 Record blank(RecordKind kind) {
-  Record r;
-  std::memset(&r, 0, sizeof r);
-  r.prefix.kind = kind;
-  r.prefix.tid = 4242;
-  return r;
-}
-
-class RankWriter {
- public:
-  RankWriter(const std::string& path, const format::TraceHeader& header) : header_(header) {
-    f_ = std::fopen(path.c_str(), "wb");
-    if (f_ == nullptr) throw std::runtime_error("cannot write " + path);
-    std::fwrite(&header_, sizeof header_, 1, f_);
-    buf_.reserve(kChunk);
-  }
-  void put(const Record& r) {
-    buf_.push_back(r);
-    if (buf_.size() == kChunk) flush();
-  }
-  uint64_t finish() {
-    flush();
-    header_.records = count_;
-    std::fseek(f_, 0, SEEK_SET);
-    std::fwrite(&header_, sizeof header_, 1, f_);
-    if (std::fclose(f_) != 0) throw std::runtime_error("write failed (disk full?)");
-    return sizeof header_ + count_ * sizeof(Record);
-  }
-  uint64_t count() const { return count_ + buf_.size(); }
-
- private:
-  static constexpr std::size_t kChunk = 16384;
-  void flush() {
-    if (!buf_.empty() && std::fwrite(buf_.data(), sizeof(Record), buf_.size(), f_) != buf_.size()) {
-      throw std::runtime_error("write failed (disk full?)");
-    }
-    count_ += buf_.size();
-    buf_.clear();
-  }
-  std::FILE* f_ = nullptr;
-  format::TraceHeader header_;
-  std::vector<Record> buf_;
-  uint64_t count_ = 0;
-};
-
-void put_string(RankWriter& w, uint32_t id, const char* text) {
-  Record r = blank(RecordKind::kString);
-  r.prefix.tid = id;
-  r.prefix.flags = format::kStringLastChunk;
-  std::strncpy(r.string.text, text, sizeof r.string.text);
-  w.put(r);
+  return blank_record(kind, 4242);
 }
 
 }  // namespace
@@ -91,7 +40,7 @@ uint64_t write_synthetic_job(const SyntheticJob& spec) {
     h.process.start_realtime_ns = wall;
     std::string path = spec.dir + "/ncclwatch.node" + std::to_string(host) + "." +
                        std::to_string(10000 + rank) + ".trace";
-    RankWriter w(path, h);
+    TraceFileWriter w(path, h);
 
     Record id = blank(RecordKind::kIdentity);
     id.identity.rank = rank;

@@ -1,5 +1,7 @@
 // Writes a synthetic job of trace files straight from format.h, streaming (a few MB of memory
-// whatever the size), for the collector benchmark.
+// whatever the size), for the collector benchmark: a fixed record mix repeated, the cheapest way
+// to a given record count. Realistic training jobs (steps, buckets, stragglers) at scale are
+// training_rank_writer.h's.
 #pragma once
 
 #include <cstdint>
