@@ -12,7 +12,8 @@
 //
 // Without --ranks/--steps the grid is 64 ranks x {100, 200, 400, 800} steps and {16, 64, 256, 512}
 // ranks x 100 steps (at most 2.6 GiB of trace at a time with the default 400 kernels and 8
-// buckets per step). The report reads from the page cache (the files were just written).
+// buckets per step). The report reads from the page cache (the files were just written, and
+// synced so that no writeback competes with it).
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -57,8 +58,8 @@ struct Point {
   int ranks = 0, steps = 0;
   bool ran = false;
   uint64_t bytes = 0, records = 0;
-  double write_s = 0, wall_s = 0, cpu_s = 0;
-  double peak_rss = 0;  // bytes (ru_maxrss)
+  double write_s = 0, wall_s = 0, cpu_s = 0, sys_s = 0;  // cpu_s: user + system
+  double peak_rss = 0;                                   // bytes (ru_maxrss)
   double peak_at = 0;   // share of the wall time when RSS first reached 90 % of its peak
   std::string verdict;  // what the report said (stragglers, matching)
   // The highest RSS sampled in each stage the report showed, in the order it entered them.
@@ -178,6 +179,8 @@ bool run_report(const Args& a, const std::string& dir, Point& p) {
   p.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
   p.cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
             static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  p.sys_s =
+      static_cast<double>(ru.ru_stime.tv_sec) + static_cast<double>(ru.ru_stime.tv_usec) / 1e6;
   p.peak_rss = static_cast<double>(ru.ru_maxrss) * 1024.0;
   long peak = 0;
   for (const auto& s : samples) peak = std::max(peak, s.second);
@@ -229,6 +232,13 @@ bool run_point(const Args& a, Point& p) {
   try {
     const auto w0 = Clock::now();
     const auto files = write_training_job(ncclwatch::bench::TrainingTimeline(job));
+    // Onto the disk before the report: a report right after the write competes with the
+    // kernel's writeback of GiBs of dirty pages (a 2.5 GiB job took 24 s instead of 5, most of it
+    // system time); a user's traces were written long before.
+    if (const int fd = open(job.dir.c_str(), O_RDONLY | O_DIRECTORY); fd >= 0) {
+      syncfs(fd);
+      close(fd);
+    }
     p.write_s = std::chrono::duration<double>(Clock::now() - w0).count();
     p.bytes = files.bytes;
     p.records = files.records;
@@ -241,11 +251,13 @@ bool run_point(const Args& a, Point& p) {
   if (!a.keep) fs::remove_all(job.dir);
   if (p.ran) {
     std::printf(
-        "%5d ranks x %5d steps: %6.1f M records, trace %6.3f GiB (written in %.1f s); report %6.1f "
-        "s wall, %6.1f CPU-s, %4.1f M records/s; peak RSS %6.3f GiB = %.2f x the traces (90 %% of "
-        "it reached at %2.0f %% of the run)\n  %s\n",
+        "%5d ranks x %5d steps: %6.1f M records, trace %6.3f GiB (written and synced in %.1f s); "
+        "report %6.1f "
+        "s wall, %5.1f CPU-s (%4.1f system), %4.1f M records per CPU-s; peak RSS %6.3f GiB = %.2f "
+        "x "
+        "the traces (90 %% of it reached at %2.0f %% of the run)\n  %s\n",
         p.ranks, p.steps, static_cast<double>(p.records) / 1e6, static_cast<double>(p.bytes) / kGiB,
-        p.write_s, p.wall_s, p.cpu_s, static_cast<double>(p.records) / p.wall_s / 1e6,
+        p.write_s, p.wall_s, p.cpu_s, p.sys_s, static_cast<double>(p.records) / p.cpu_s / 1e6,
         p.peak_rss / kGiB, p.peak_rss / static_cast<double>(p.bytes), p.peak_at * 100,
         p.verdict.c_str());
     std::printf("  RSS by stage (GiB):");
@@ -291,15 +303,25 @@ void summarize(const std::vector<Point>& points, int fixed_ranks, int fixed_step
     std::printf("peak RSS at %d steps: %.0f MiB + %.2f MiB per rank (%.1f KiB per rank-step)\n",
                 fixed_steps, a / kMiB, b / kMiB, b / fixed_steps / 1024);
   if (largest == nullptr) return;
-  // Today's path holds the whole job: scale the largest run by rank-steps.
+  // Today's path holds the whole job: scale the largest run by rank-steps. Time in CPU-seconds
+  // (wall time on a shared machine says more about the neighbours).
   const double rank_steps = static_cast<double>(largest->ranks) * largest->steps;
   const double scale = 4096.0 * 1000.0 / rank_steps;
+  const double rss_per_rank_step = largest->peak_rss / rank_steps;
   std::printf(
-      "extrapolated to 4,096 ranks x 1,000 steps (x%.0f the %d x %d run, linear): trace %.0f GiB, "
-      "%.1f G records, peak RSS %.0f GiB, report %.0f min wall at this run's %.1f M records/s\n",
-      scale, largest->ranks, largest->steps, static_cast<double>(largest->bytes) * scale / kGiB,
+      "per rank-step (%d x %d run): %.1f KiB of trace, %.1f KiB of peak RSS, %.0f us of CPU\n",
+      largest->ranks, largest->steps, static_cast<double>(largest->bytes) / rank_steps / 1024,
+      rss_per_rank_step / 1024, largest->cpu_s / rank_steps * 1e6);
+  std::printf(
+      "extrapolated to 4,096 ranks x 1,000 steps (x%.0f, linear): trace %.0f GiB, %.2f G records, "
+      "peak RSS %.0f GiB, %.0f CPU-minutes (at least %.0f min wall on 2 cores, plus reading the "
+      "traces from disk); one host with 24 GiB holds about %.0f k rank-steps (4,096 ranks x %.0f "
+      "steps, 512 x %.0f)\n",
+      scale, static_cast<double>(largest->bytes) * scale / kGiB,
       static_cast<double>(largest->records) * scale / 1e9, largest->peak_rss * scale / kGiB,
-      largest->wall_s * scale / 60, static_cast<double>(largest->records) / largest->wall_s / 1e6);
+      largest->cpu_s * scale / 60, largest->cpu_s * scale / 120,
+      24 * kGiB / rss_per_rank_step / 1e3, 24 * kGiB / rss_per_rank_step / 4096,
+      24 * kGiB / rss_per_rank_step / 512);
 }
 
 int usage(const char* argv0) {
