@@ -117,31 +117,9 @@ void TrainingRankWriter::put_start() {
   sched.sched.timeslices = timeslices_;
   put(sched);
   // DDP's constructor: the parameters' broadcast from rank 0 (seq 0).
-  const BucketSlot b = timeline_.broadcast(rank_);
-  Record link = blank_record(RecordKind::kKernelLink, tid_);
-  link.prefix.u8a = static_cast<uint8_t>(format::Func::kBroadcast);
-  link.link.t_ns = host_clock(b.launch_enter + 30);
-  link.link.comm_id = kWorldComm;
-  link.link.stream = kNcclStream;
-  link.link.correlation = next_correlation_;
-  put(link);
-  Record l = blank_record(RecordKind::kLaunch, tid_);
-  l.prefix.u8a = static_cast<uint8_t>(format::LaunchApi::kDriverKernel);
-  l.launch.t_enter_ns = host_clock(b.launch_enter);
-  l.launch.t_exit_ns = host_clock(b.launch_exit);
-  l.launch.stream = kNcclStream;
-  l.launch.correlation = next_correlation_;
-  put(l);
-  Record call = blank_record(RecordKind::kCall, tid_);
-  call.prefix.u8a = static_cast<uint8_t>(format::Func::kBroadcast);
-  call.call.t_enter_ns = host_clock(b.call_enter);
-  call.call.t_exit_ns = host_clock(b.call_exit);
-  call.call.comm_id = kWorldComm;
-  call.call.count = static_cast<uint64_t>(job_.bucket_bytes) / 2;
-  call.call.stream = kNcclStream;
-  call.call.peer = 0;
-  call.call.datatype = kBf16;
-  put(call);
+  BucketSlot b = timeline_.broadcast(rank_);
+  b.correlation = next_correlation_;  // its link, launch and kernel
+  put_collective(format::Func::kBroadcast, b, 0, static_cast<uint64_t>(job_.bucket_bytes) / 2, 0);
   const uint32_t name = name_id(static_cast<uint32_t>(TrainingTimeline::kernel_names().size() + 1));
   Record k = blank_record(RecordKind::kKernel, kNcclStreamId);
   k.prefix.flags = format::kKernelIsNccl;
@@ -152,6 +130,36 @@ void TrainingRankWriter::put_start() {
   k.kernel.name_id = name;
   k.kernel.context_id = 1;
   put(k);
+}
+
+void TrainingRankWriter::put_collective(format::Func func, const BucketSlot& b, uint32_t seq,
+                                        uint64_t count, int32_t peer) {
+  Record link = blank_record(RecordKind::kKernelLink, tid_);
+  link.prefix.u8a = static_cast<uint8_t>(func);
+  link.link.t_ns = host_clock(b.launch_enter + 30);
+  link.link.comm_id = kWorldComm;
+  link.link.stream = kNcclStream;
+  link.link.correlation = b.correlation;
+  link.link.seq = seq;
+  put(link);
+  Record l = blank_record(RecordKind::kLaunch, tid_);
+  l.prefix.u8a = static_cast<uint8_t>(format::LaunchApi::kDriverKernel);
+  l.launch.t_enter_ns = host_clock(b.launch_enter);
+  l.launch.t_exit_ns = host_clock(b.launch_exit);
+  l.launch.stream = kNcclStream;
+  l.launch.correlation = b.correlation;
+  put(l);
+  Record call = blank_record(RecordKind::kCall, tid_);
+  call.prefix.u8a = static_cast<uint8_t>(func);
+  call.call.t_enter_ns = host_clock(b.call_enter);
+  call.call.t_exit_ns = host_clock(b.call_exit);
+  call.call.comm_id = kWorldComm;
+  call.call.count = count;
+  call.call.stream = kNcclStream;
+  call.call.seq = seq;
+  call.call.peer = peer;
+  call.call.datatype = kBf16;
+  put(call);
 }
 
 // The host's records of a step in the order the drain thread gets them: a launch when its API
@@ -182,32 +190,8 @@ void TrainingRankWriter::put_host_records(RankStep& st) {
     b.correlation = next_correlation_++;
     const uint32_t seq =
         static_cast<uint32_t>(1 + static_cast<uint64_t>(st.step) * job_.buckets + next_bucket);
-    Record link = blank_record(RecordKind::kKernelLink, tid_);
-    link.prefix.u8a = static_cast<uint8_t>(format::Func::kAllReduce);
-    link.link.t_ns = host_clock(b.launch_enter + 30);
-    link.link.comm_id = kWorldComm;
-    link.link.stream = kNcclStream;
-    link.link.correlation = b.correlation;
-    link.link.seq = seq;
-    put(link);
-    Record l = blank_record(RecordKind::kLaunch, tid_);
-    l.prefix.u8a = static_cast<uint8_t>(format::LaunchApi::kDriverKernel);
-    l.launch.t_enter_ns = host_clock(b.launch_enter);
-    l.launch.t_exit_ns = host_clock(b.launch_exit);
-    l.launch.stream = kNcclStream;
-    l.launch.correlation = b.correlation;
-    put(l);
-    Record call = blank_record(RecordKind::kCall, tid_);
-    call.prefix.u8a = static_cast<uint8_t>(format::Func::kAllReduce);
-    call.call.t_enter_ns = host_clock(b.call_enter);
-    call.call.t_exit_ns = host_clock(b.call_exit);
-    call.call.comm_id = kWorldComm;
-    call.call.count = timeline_.bucket_count(static_cast<int>(next_bucket));
-    call.call.stream = kNcclStream;
-    call.call.seq = seq;
-    call.call.peer = -1;
-    call.call.datatype = kBf16;
-    put(call);
+    put_collective(format::Func::kAllReduce, b, seq,
+                   timeline_.bucket_count(static_cast<int>(next_bucket)), -1);
     ++next_bucket;
   };
   for (KernelSlot& k : st.compute) {

@@ -36,6 +36,10 @@ class TrainingRankWriter {
   void put(const format::Record& r);
   void put_start();
   void put_host_records(RankStep& st);
+  // A collective's host records in the order the drain thread gets them: its kernel link (made
+  // inside the launch), its launch, then the call when it returns.
+  void put_collective(format::Func func, const BucketSlot& b, uint32_t seq, uint64_t count,
+                      int32_t peer);
   void put_gpu_batch(const RankStep& st);
   void put_step_range(const RankStep& st);
   format::Record step_summary(const RankStep& st, bool last) const;
