@@ -3,6 +3,7 @@
 // seam of fake_gpu_seam.h: start times are exchanged through the barrier and every rank ends the
 // kernel at max(starts) + transfer time (FAKE_NCCL_GBPS GB/s, default 10, plus 5 us).
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -53,8 +54,27 @@ struct CommWork {
 
 }  // namespace
 
-const char* kernel_name(const char* op, int redop, int datatype) {
+namespace {
+
+std::mutex& names_mutex() {
   static std::mutex mutex;
+  return mutex;
+}
+
+// A rank that forks (a data-loader worker, fake_rank --fork) while another of its threads names a
+// kernel would leave the child a copy of the names' mutex locked for good: its first collective
+// then hung (seen once in CI's ASan run: the parent waited for the child, its peer timed out
+// after 20 s). The mutex is held across fork, so both sides get it unlocked.
+[[maybe_unused]] const bool g_names_fork_safe = [] {
+  pthread_atfork([] { names_mutex().lock(); }, [] { names_mutex().unlock(); },
+                 [] { names_mutex().unlock(); });
+  return true;
+}();
+
+}  // namespace
+
+const char* kernel_name(const char* op, int redop, int datatype) {
+  std::mutex& mutex = names_mutex();
   static std::set<std::string>* names = new std::set<std::string>();  // never freed: names escape
   static const char* kRedops[] = {"Sum", "Prod", "MinMax", "MinMax", "SumPostDiv"};
   static const char* kTypes[] = {"i8",  "u8",  "i32", "u32",  "i64",    "u64",
