@@ -1,5 +1,6 @@
 #include "analysis/analyze.h"
 
+#include <string>
 #include <vector>
 
 #include "analysis/arrivals.h"
@@ -11,6 +12,7 @@
 #include "analysis/overlap_report.h"
 #include "analysis/pattern_report.h"
 #include "analysis/rank_activity.h"
+#include "analysis/rank_digest.h"
 #include "analysis/step_breakdown.h"
 #include "analysis/step_breakdown_report.h"
 #include "analysis/step_plan.h"
@@ -60,11 +62,18 @@ void analyze(const model::JobTrace& job, const model::MatchResult& match,
   std::vector<StepPlan> plans(n);
   std::vector<Interval> bounds(n);
   trace::parallel_for(n, workers, [&](std::size_t i) {
-    activities[i] = RankActivity::of(job.ranks[i]);
+    const model::RankTrace& rank = job.ranks[i];
+    activities[i] = rank.digest ? rank.digest->activity : RankActivity::of(rank);
     bounds[i] = {activities[i].first_ns, activities[i].last_ns};
-    plans[i] = StepDetector::detect(job.ranks[i], bounds[i].begin, bounds[i].end);
+    plans[i] = StepDetector::detect(rank, bounds[i].begin, bounds[i].end);
   });
   StepDetector::agree(job, bounds, plans);
+  // What the steps need of the GPU records: from each rank's digest (or its records).
+  std::vector<StepKernels> step_kernels(n);
+  std::vector<std::string> unread(n);
+  trace::parallel_for(n, workers, [&](std::size_t i) {
+    step_kernels[i] = step_kernels_for(job.ranks[i], plans[i], unread[i]);
+  });
   trace::parallel_for(n, workers, [&](std::size_t i) {
     const model::RankTrace& rank = job.ranks[i];
     const RankActivity& a = activities[i];
@@ -72,8 +81,8 @@ void analyze(const model::JobTrace& job, const model::MatchResult& match,
     const IntervalSet* compute_windows = windows ? &*windows : nullptr;
     overlaps[i] =
         OverlapAnalysis::of_rank(rank, i, a, std::move(plans[i]), waits[i], compute_windows);
-    breakdowns[i] =
-        StepBreakdownAnalysis::of_rank(rank, i, a, overlaps[i].plan, waits[i], compute_windows);
+    breakdowns[i] = StepBreakdownAnalysis::of_rank(rank, i, a, overlaps[i].plan, waits[i],
+                                                   compute_windows, &step_kernels[i].per_step);
     breakdown_rows[i] = StepBreakdownReport::rank_json(breakdowns[i], n);
   });
 
@@ -99,7 +108,9 @@ void analyze(const model::JobTrace& job, const model::MatchResult& match,
       UtilizationCurve::of(job, clocks, activities, plan_of, verdict, stragglers, workers);
   const std::vector<StepLanes> lanes =
       StepSwimlanes::of(job, clocks, activities, plan_of, waits, stragglers);
-  const KernelTable kernels = KernelTable::of(job, overlaps, workers);
+  std::vector<RankKernels> kernel_parts(n);
+  for (std::size_t i = 0; i < n; ++i) kernel_parts[i] = std::move(step_kernels[i].table);
+  const KernelTable kernels = KernelTable::merge(kernel_parts);
 
   // Every finding carries its cost; the renderers order them by it (model::ordered_findings).
   StragglerReport::write(stragglers, support, report);
@@ -109,6 +120,13 @@ void analyze(const model::JobTrace& job, const model::MatchResult& match,
   StepBreakdownReport::write(breakdowns, std::move(breakdown_rows), support, report);
   UtilizationReport::write(curve, lanes, report);
   kernels.write_json(report);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (unread[i].empty()) continue;
+    report.findings.push_back(
+        {model::Severity::kWarning, "collector",
+         "rank " + std::to_string(job.ranks[i].info.rank) + ": " + unread[i] +
+             "; its compute kernels per step and its kernel table are left out"});
+  }
 }
 
 }  // namespace ncclwatch::analysis

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "analysis/rank_digest.h"
+
 namespace ncclwatch::analysis {
 namespace {
 
@@ -89,6 +91,13 @@ void measure_losses(const model::RankTrace& rank, RankSupport& out) {
 
 }  // namespace
 
+std::optional<IntervalSet> DataSupport::compute_windows_of(const model::RankTrace& rank) {
+  if (rank.info.kernels == model::KernelScope::kSampled)
+    return sampled_windows(rank, rank.info.kernel_sample_every);
+  if (rank.info.kernels == model::KernelScope::kNcclOnly) return IntervalSet();
+  return std::nullopt;
+}
+
 DataSupport DataSupport::of(const model::JobTrace& job, const model::MatchResult& match) {
   DataSupport d;
   d.ranks.resize(job.ranks.size());
@@ -99,13 +108,9 @@ DataSupport DataSupport::of(const model::JobTrace& job, const model::MatchResult
     RankSupport& s = d.ranks[r];
     measure_losses(rank, s);
     if (s.loss_share >= kHeavyLossShare) d.lossy.push_back(r);
-    if (rank.info.kernels == model::KernelScope::kSampled) {
-      s.compute_windows = sampled_windows(rank, rank.info.kernel_sample_every);
-      ++sampled;
-    } else if (rank.info.kernels == model::KernelScope::kNcclOnly) {
-      s.compute_windows = IntervalSet();
-      ++nccl_only;
-    }
+    s.compute_windows = rank.digest ? rank.digest->compute_windows : compute_windows_of(rank);
+    sampled += rank.info.kernels == model::KernelScope::kSampled;
+    nccl_only += rank.info.kernels == model::KernelScope::kNcclOnly;
     if (rank.info.kernels != model::KernelScope::kAll && scope.empty())
       scope = model::kernel_scope_name(rank.info.kernels, rank.info.kernel_sample_every);
   }

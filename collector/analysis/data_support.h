@@ -43,7 +43,11 @@ struct DataSupport {
   std::string kernel_scope;
   bool any_sampled = false;
 
+  // Each rank's compute windows come from its digest when its GPU records were dropped
+  // (analysis/rank_digest.h).
   static DataSupport of(const model::JobTrace& job, const model::MatchResult& match);
+  // Where `rank`'s compute kernels were recorded (RankSupport::compute_windows).
+  static std::optional<IntervalSet> compute_windows_of(const model::RankTrace& rank);
 
   // "rank 2 lost 95% of its records (ring full 2,992 records)"; several ranks in one phrase
   // (empty: no rank lost heavily).

@@ -6,39 +6,35 @@
 #include <unordered_map>
 
 #include "analysis/kernel_names.h"
-#include "trace/parallel_for.h"
 
 namespace ncclwatch::analysis {
 namespace {
 
-// One normalized kernel name on one rank.
-struct RankKernel {
-  std::string name;
+double stddev(const RankKernel& k, std::size_t n) {
+  const double dn = static_cast<double>(n);
+  const double mean = static_cast<double>(k.total_ns) / dn;
+  return std::sqrt(std::max(0.0, k.sum_sq / dn - mean * mean));
+}
+
+struct JobKernel {
   bool nccl = false;
-  int64_t total_ns = 0;
-  uint64_t calls = 0;
-  double sum_sq = 0;              // sum over windows of (time in the window)^2
-  int64_t window_ns = 0;          // time in the current window
-  std::size_t window = SIZE_MAX;  // the window window_ns belongs to
+  double ns_per_step_sum = 0, calls_per_step_sum = 0, spread_sum = 0;
+  std::size_t ranks = 0;
 };
 
-struct RankKernels {
-  std::vector<RankKernel> kernels;
-  std::size_t windows = 0;  // steady steps, or 1 without steps
-};
+}  // namespace
 
-// The steady windows of a rank: its steps after warm-up, or its whole trace.
-std::vector<Interval> windows_of(const StepPlan& plan) {
+std::vector<Interval> KernelTable::windows_of(const StepPlan& plan) {
   if (plan.steady_steps() == 0) return {plan.steady};
   return {plan.steps.begin() + static_cast<std::ptrdiff_t>(plan.warmup), plan.steps.end()};
 }
 
-RankKernels of_rank(const model::RankTrace& rank, const StepPlan& plan) {
+RankKernels KernelTable::of_rank(const model::RankTrace& rank,
+                                 const std::vector<Interval>& windows) {
   RankKernels out;
-  const std::vector<Interval> windows = windows_of(plan);
   std::vector<int32_t> slot_of_name(rank.names.size(), -1);
   std::unordered_map<std::string, int32_t> slot_of_normalized;
-  auto fold = [](RankKernel& k) {
+  const auto fold = [](RankKernel& k) {
     k.sum_sq += static_cast<double>(k.window_ns) * static_cast<double>(k.window_ns);
     k.window_ns = 0;
   };
@@ -75,26 +71,7 @@ RankKernels of_rank(const model::RankTrace& rank, const StepPlan& plan) {
   return out;
 }
 
-double stddev(const RankKernel& k, std::size_t n) {
-  const double dn = static_cast<double>(n);
-  const double mean = static_cast<double>(k.total_ns) / dn;
-  return std::sqrt(std::max(0.0, k.sum_sq / dn - mean * mean));
-}
-
-struct JobKernel {
-  bool nccl = false;
-  double ns_per_step_sum = 0, calls_per_step_sum = 0, spread_sum = 0;
-  std::size_t ranks = 0;
-};
-
-}  // namespace
-
-KernelTable KernelTable::of(const model::JobTrace& job, const std::vector<RankOverlap>& overlaps,
-                            unsigned workers) {
-  const std::size_t n = std::min(job.ranks.size(), overlaps.size());
-  std::vector<RankKernels> per_rank(n);
-  trace::parallel_for(
-      n, workers, [&](std::size_t i) { per_rank[i] = of_rank(job.ranks[i], overlaps[i].plan); });
+KernelTable KernelTable::merge(const std::vector<RankKernels>& per_rank) {
   KernelTable t;
   std::map<std::string, JobKernel> merged;  // ordered: the same table at any thread count
   for (const RankKernels& r : per_rank) {

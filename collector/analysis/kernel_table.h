@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,23 @@ struct KernelRow {
   std::size_t ranks = 0;      // ranks that ran it in their steady steps
 };
 
+// One normalized kernel name on one rank, over its steady windows.
+struct RankKernel {
+  std::string name;
+  bool nccl = false;
+  int64_t total_ns = 0;
+  uint64_t calls = 0;
+  double sum_sq = 0;              // sum over windows of (time in the window)^2
+  int64_t window_ns = 0;          // time in the current window
+  std::size_t window = SIZE_MAX;  // the window window_ns belongs to
+};
+
+// One rank's part of the table: what KernelTable::merge adds up.
+struct RankKernels {
+  std::vector<RankKernel> kernels;
+  std::size_t windows = 0;  // steady steps, or 1 without steps
+};
+
 struct KernelTable {
   static constexpr std::size_t kMaxRows = 30;
 
@@ -39,8 +57,11 @@ struct KernelTable {
 
   // Per rank the kernels (not memcpy/memset) that start in its steady steps (overlaps[i].plan);
   // a rank without steps is one window over its whole trace.
-  static KernelTable of(const model::JobTrace& job, const std::vector<RankOverlap>& overlaps,
-                        unsigned workers);
+  // The windows of one rank: its steps after warm-up, or its whole trace.
+  static std::vector<Interval> windows_of(const StepPlan& plan);
+  static RankKernels of_rank(const model::RankTrace& rank, const std::vector<Interval>& windows);
+  // The table of the ranks' parts, in rank order.
+  static KernelTable merge(const std::vector<RankKernels>& ranks);
   // JSON `kernels[]` and `kernels_analysis` (docs/report-schema.md).
   void write_json(model::Report& report) const;
 };

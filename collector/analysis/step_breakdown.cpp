@@ -71,10 +71,39 @@ StepTimes& StepTimes::operator+=(const StepTimes& o) {
   return *this;
 }
 
+std::vector<Interval> StepBreakdownAnalysis::windows_of(const StepPlan& plan) {
+  std::vector<Interval> windows;
+  if (plan.steps.empty()) {
+    if (plan.steady.length() > 0) windows.push_back(plan.steady);
+    return windows;
+  }
+  windows.reserve(plan.steps.size());
+  for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+    const int64_t begin = i == 0 ? plan.steps[0].begin : plan.steps[i - 1].end;
+    windows.push_back({std::min(begin, plan.steps[i].begin), plan.steps[i].end});
+  }
+  return windows;
+}
+
+std::vector<int64_t> StepBreakdownAnalysis::compute_kernels_in(
+    const model::RankTrace& rank, const std::vector<Interval>& windows) {
+  std::vector<int64_t> out(windows.size(), 0);
+  const auto& ks = rank.kernels;
+  std::size_t cursor = 0;
+  for (std::size_t i = 0; i < windows.size(); ++i) {
+    const Interval w = windows[i];
+    while (cursor < ks.size() && ks[cursor].start_ns < w.begin) ++cursor;
+    for (std::size_t k = cursor; k < ks.size() && ks[k].start_ns < w.end; ++k)
+      out[i] += ks[k].kind == format::ActivityKind::kKernel && !ks[k].nccl;
+  }
+  return out;
+}
+
 RankBreakdown StepBreakdownAnalysis::of_rank(const model::RankTrace& rank, std::size_t rank_index,
                                              const RankActivity& activity, const StepPlan& plan,
                                              const IntervalSet& wait,
-                                             const IntervalSet* compute_windows) {
+                                             const IntervalSet* compute_windows,
+                                             const std::vector<int64_t>* compute_kernels) {
   RankBreakdown r;
   r.rank_index = rank_index;
   r.rank = rank.info.rank;
@@ -84,15 +113,12 @@ RankBreakdown StepBreakdownAnalysis::of_rank(const model::RankTrace& rank, std::
   // Compute recorded only in windows: only whole steps inside them say what the GPU did.
   r.sampled = compute_windows != nullptr && r.basis == BreakdownBasis::kGpu;
 
-  std::vector<Interval> windows;
-  if (plan.steps.empty()) {
-    if (plan.steady.length() > 0) windows.push_back(plan.steady);
-  } else {
-    windows.reserve(plan.steps.size());
-    for (std::size_t i = 0; i < plan.steps.size(); ++i) {
-      const int64_t begin = i == 0 ? plan.steps[0].begin : plan.steps[i - 1].end;
-      windows.push_back({std::min(begin, plan.steps[i].begin), plan.steps[i].end});
-    }
+  const std::vector<Interval> windows = windows_of(plan);
+  std::vector<int64_t> counted;
+  if (r.basis == BreakdownBasis::kGpu &&
+      (compute_kernels == nullptr || compute_kernels->size() != windows.size())) {
+    counted = compute_kernels_in(rank, windows);
+    compute_kernels = &counted;
   }
 
   IntervalSet overlapped, exposed, in_nccl;
@@ -108,7 +134,7 @@ RankBreakdown StepBreakdownAnalysis::of_rank(const model::RankTrace& rank, std::
 
   struct Cursor {
     std::size_t compute = 0, overlapped = 0, exposed = 0, wait = 0, busy = 0, busy_gaps = 0,
-                comm_gaps = 0, nccl = 0, kernel = 0;
+                comm_gaps = 0, nccl = 0;
   } cur;
   r.steps.reserve(windows.size());
   for (std::size_t i = 0; i < windows.size(); ++i) {
@@ -132,11 +158,7 @@ RankBreakdown StepBreakdownAnalysis::of_rank(const model::RankTrace& rank, std::
       t.idle_before_comm_ns = g.before_comm;
       t.idle_step_boundary_ns = g.boundary;
       t.idle_other_ns = g.other;
-      const auto& ks = rank.kernels;
-      while (cur.kernel < ks.size() && ks[cur.kernel].start_ns < w.begin) ++cur.kernel;
-      for (std::size_t k = cur.kernel; k < ks.size() && ks[k].start_ns < w.end; ++k) {
-        t.kernels += ks[k].kind == format::ActivityKind::kKernel && !ks[k].nccl;
-      }
+      t.kernels = (*compute_kernels)[i];
     } else {
       t.host_in_nccl_ns = in_nccl.length_within(w.begin, w.end, cur.nccl);
       t.host_between_ns = t.step_ns - t.host_in_nccl_ns;

@@ -70,7 +70,7 @@ struct StepBreakdown {
   std::size_t index = 0;
   Interval window;  // rank clock
   bool warmup = false;
-  bool sampled = true;  // compute kernels recorded over its whole window (NCCLWATCH_KERNELS)
+  bool sampled = true;   // compute kernels recorded over its whole window (NCCLWATCH_KERNELS)
   bool partial = false;  // StepPlan::last_partial: the last step, missing its tail
   StepTimes times;
 };
@@ -99,10 +99,20 @@ class StepBreakdownAnalysis {
  public:
   // `wait` is the rank's peer-wait set (peer_wait_sets in arrivals.h), rank clock.
   // `compute_windows`: where compute kernels were recorded (DataSupport), null: everywhere.
+  // `compute_kernels`: compute_kernels_in(rank, windows_of(plan)) when the caller has it (the
+  // rank's GPU records may be dropped: analysis/rank_digest.h); null: counted here.
   static RankBreakdown of_rank(const model::RankTrace& rank, std::size_t rank_index,
                                const RankActivity& activity, const StepPlan& plan,
                                const IntervalSet& wait,
-                               const IntervalSet* compute_windows = nullptr);
+                               const IntervalSet* compute_windows = nullptr,
+                               const std::vector<int64_t>* compute_kernels = nullptr);
+
+  // The windows a rank's steps are measured over: each step from the previous one's end (the
+  // host's work between steps belongs to the next one), or the steady window without steps.
+  static std::vector<Interval> windows_of(const StepPlan& plan);
+  // Compute kernels (not NCCL, not memcpy/memset) starting in each window.
+  static std::vector<int64_t> compute_kernels_in(const model::RankTrace& rank,
+                                                 const std::vector<Interval>& windows);
 };
 
 }  // namespace ncclwatch::analysis

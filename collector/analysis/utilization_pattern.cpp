@@ -5,12 +5,11 @@
 #include <cstdint>
 #include <span>
 
+#include "analysis/rank_digest.h"
 #include "model/median.h"
 
 namespace ncclwatch::analysis {
 namespace {
-
-constexpr std::size_t kKernelSample = 200'000;  // kernels looked at for the median duration
 
 double share(int64_t part, int64_t whole) {
   return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
@@ -117,12 +116,10 @@ double median_kernel_us(const model::JobTrace& job, const std::vector<const Rank
   std::vector<int64_t> d;
   for (const RankBreakdown* r : rs) {
     const model::RankTrace& rank = job.ranks[r->rank_index];
-    for (const model::KernelEvent& k : rank.kernels) {
-      if (d.size() >= kKernelSample) break;
-      if (k.kind == format::ActivityKind::kKernel && !k.nccl && k.end_ns >= k.start_ns) {
-        d.push_back(k.end_ns - k.start_ns);
-      }
-    }
+    const std::vector<int64_t> own =
+        rank.digest ? std::vector<int64_t>() : kernel_duration_sample(rank);
+    const std::vector<int64_t>& sample = rank.digest ? rank.digest->kernel_sample : own;
+    d.insert(d.end(), sample.begin(), sample.end());
   }
   return static_cast<double>(model::median(d)) / 1000.0;
 }

@@ -327,6 +327,11 @@ std::vector<int32_t> kernel_never_finished(const model::HangVerdict& v, const mo
     auto it = index.find(wr);
     if (it == index.end() || !v.has_seq) continue;
     const auto& r = job.ranks[it->second];
+    if (r.dropped) {  // the loader dropped the GPU records and kept this answer
+      if (r.dropped->launched_without_kernel_at(v.comm_id, static_cast<uint32_t>(v.seq)))
+        out.push_back(wr);
+      continue;
+    }
     std::unordered_set<uint32_t> launched;
     for (const auto& l : r.links)
       if (l.comm_id == v.comm_id && l.seq == static_cast<uint32_t>(v.seq))

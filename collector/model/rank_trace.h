@@ -7,12 +7,18 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "model/comm_family.h"
+#include "model/dropped_gpu_records.h"
 #include "model/losses.h"
 #include "ncclwatch/format.h"
+
+namespace ncclwatch::analysis {
+struct RankDigest;  // collector/analysis/rank_digest.h
+}
 
 namespace ncclwatch::model {
 
@@ -239,6 +245,11 @@ struct RankTrace {
   std::vector<WindowMark> windows;
   // GPU timing switched on or off (NCCLWATCH_SUMMARY_GPU), in the order written.
   std::vector<format::GpuTimingRecord> gpu_timing;
+  // Set when the loader took what the report needs from the GPU records and dropped them
+  // (kernels, launches, links and coll_gpu are then empty; the GPU linker ran first): a
+  // full-mode trace is ~95 % GPU records (issue 24). Null: the records are here.
+  std::shared_ptr<const DroppedGpuRecords> dropped;
+  std::shared_ptr<const analysis::RankDigest> digest;
 
   const std::string& name_of(uint32_t id) const { return id < names.size() ? names[id] : names[0]; }
 };

@@ -138,6 +138,13 @@ std::vector<CommKernelCount> comm_kernel_counts(const model::JobTrace& job) {
   constexpr auto kFamilies = static_cast<std::size_t>(model::CommFamily::kCount);
   std::vector<CommKernelCount> counts(kFamilies);
   for (const auto& r : job.ranks) {
+    if (r.dropped) {  // the loader dropped the GPU records and kept their counts
+      for (std::size_t f = 1; f < kFamilies; ++f) {
+        counts[f].kernels += r.dropped->comm_kernels[f];
+        counts[f].ranks += r.dropped->comm_kernels[f] > 0;
+      }
+      continue;
+    }
     std::vector<bool> seen(kFamilies, false);
     for (const auto& k : r.kernels) {
       const auto f = static_cast<std::size_t>(k.family);

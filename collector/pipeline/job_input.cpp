@@ -15,6 +15,7 @@
 #include "nsys/nsys_loader.h"
 #include "nsys/nsys_rep.h"
 #include "nsys/sqlite_file.h"
+#include "pipeline/lean_load.h"
 #include "trace/job_loader.h"
 
 namespace ncclwatch::pipeline {
@@ -174,6 +175,12 @@ model::JobTrace load_job_input(const JobInput& input, const JobLoadSettings& set
     options.progress = [&settings](const trace::JobLoadProgress& p) {
       settings.progress(fmt::format("reading traces: {}/{} files, {} records", p.files_done,
                                     p.files_total, p.records_total));
+    };
+  }
+  if (settings.lean) {
+    options.on_rank = [keep = options.keep_steps](const trace::TraceFileEntry& file,
+                                                  model::RankTrace& rank) {
+      digest_rank(file, rank, keep);
     };
   }
   return trace::load_job(input.paths.at(0), options);

@@ -38,6 +38,8 @@ struct JobLoadSettings {
   std::string job;                   // ncclwatch: the job in the directory ("" = most ranks)
   uint64_t max_inflate_ratio = 100;  // Kineto: a .gz may inflate at most this x its size
   std::function<void(const std::string&)> progress;  // a progress line, now and then
+  // ncclwatch: drop each rank's GPU records once digested (lean_load.h).
+  bool lean = false;
 };
 
 model::JobTrace load_job_input(const JobInput& input, const JobLoadSettings& settings);

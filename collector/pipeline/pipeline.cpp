@@ -25,7 +25,8 @@ void stage(const PipelineOptions& o, const char* name) {
 unsigned analysis_threads(const model::JobTrace& job, const PipelineOptions& o) {
   constexpr std::size_t kRecordsPerWorker = 50'000;
   std::size_t records = 0;
-  for (const model::RankTrace& r : job.ranks) records += r.calls.size() + r.kernels.size();
+  for (const model::RankTrace& r : job.ranks)
+    records += r.calls.size() + (r.dropped ? r.dropped->kernels : r.kernels.size());
   const std::size_t by_size = std::max<std::size_t>(1, records / kRecordsPerWorker);
   return static_cast<unsigned>(std::min<std::size_t>(trace::worker_count(o.threads), by_size));
 }

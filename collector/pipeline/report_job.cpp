@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -18,11 +19,13 @@
 #include "history/history_report.h"
 #include "model/message.h"
 #include "model/vocabulary.h"
+#include "ncclwatch/settings_table.h"
 #include "pipeline/pipeline.h"
 #include "report/json_renderer.h"
 #include "report/text_renderer.h"
 
 #include "pipeline/job_input.h"
+#include "pipeline/lean_load.h"
 #include "pipeline/progress_line.h"
 #include "pipeline/run_history.h"
 
@@ -53,6 +56,11 @@ std::optional<JobInput> load(const ReportRequest& req, model::JobTrace& job,
   settings.job = req.job;
   settings.max_inflate_ratio = req.max_inflate_ratio;
   settings.progress = progress;
+  // Nothing after the analyses needs the GPU records but the timeline export.
+  // Its setting `whole` keeps them (the same report: for checking).
+  const char* load_mode = std::getenv(settings::name(settings::Id::kReportLoad));
+  settings.lean =
+      req.trace_path.empty() && (load_mode == nullptr || std::strcmp(load_mode, "whole") != 0);
   job = load_job_input(*input, settings);
   return input;
 }
@@ -298,8 +306,19 @@ ReportStatus run_report(const ReportRequest& req, std::FILE* out, std::FILE* err
     show("reading the step summaries");
     run = read_run_history(job, input->paths[0]);
   }
-  if (!history::one_whole_run(run.windows))
+  if (!history::one_whole_run(run.windows)) {
+    // Each window is cut out of its ranks' records. Only ranks without window marks (or with a
+    // whole-run one, which makes the run one whole run) were digested (lean_load.h): no window
+    // holds them. Should one ever, the job is read again whole rather than cut short.
+    if (any_digested_in_windows(job, run.windows)) {
+      show("reading the traces again for the capture windows");
+      JobLoadSettings settings;
+      settings.job = req.job;
+      settings.progress = show;
+      job = load_job_input(*input, settings);
+    }
     return report_windows(req, *input, job, run, steps, simulated, show, out, err, doc);
+  }
   if (req.window > 1) {
     model::say(err, fmt::format("--window {}: the run is one whole-run window", req.window));
     return ReportStatus::kUsage;

@@ -282,6 +282,7 @@ model::JobTrace load_job(const std::string& dir, const JobLoadOptions& options) 
       n, worker_count(options.threads),
       [&](std::size_t i) {
         ranks[i] = load_rank_parts(index.files[i].parts, problems[i], options.keep_steps);
+        if (options.on_rank) options.on_rank(index.files[i], ranks[i]);
         done.fetch_add(1, std::memory_order_relaxed);
       },
       [&] {

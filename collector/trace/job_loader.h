@@ -23,6 +23,8 @@ struct JobLoadProgress {
   double elapsed_s = 0;
 };
 
+struct TraceFileEntry;
+
 struct JobLoadOptions {
   std::string job;       // the job to load; empty: the job with the most ranks
   unsigned threads = 0;  // 0: std::thread::hardware_concurrency()
@@ -34,6 +36,9 @@ struct JobLoadOptions {
   // Keep every rank's step summaries in RankTrace::steps (rank_loader.h: by default only for a
   // whole-run window; the report streams them).
   bool keep_steps = false;
+  // Called on a loading thread with each rank as soon as it is read (before the ranks are sorted
+  // and checked); may drop what the caller will not need (collector/pipeline/lean_load.h).
+  std::function<void(const TraceFileEntry& file, model::RankTrace& rank)> on_rank;
 };
 
 // A trace file found in the directory, by its header.

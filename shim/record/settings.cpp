@@ -389,7 +389,8 @@ void report_settings_problems() noexcept {
     for (const std::string& line : s.problems) std::fprintf(stderr, "%s\n", line.c_str());
     // Read again only to say that a change made after start-up is not used.
     for (const settings::Variable& var : settings::kVariables) {
-      if (var.reader == settings::Reader::kSetByShim || var.reader == settings::Reader::kCli)
+      if (var.reader == settings::Reader::kSetByShim || var.reader == settings::Reader::kCli ||
+          var.reader == settings::Reader::kReport)
         continue;
       const char* now = snap.env(var.name.data());
       const auto& then = s.raw[static_cast<std::size_t>(var.id)];

@@ -52,6 +52,52 @@ inline const std::string& scenario_root() {
   return root.path;
 }
 
+// `ncclwatch report DIR --json DIR-NAME.json` with NCCLWATCH_REPORT_LOAD=`load`: its stdout
+// (kept beside DIR, not in it: the report reads every file there).
+inline std::string report_of(const std::string& dir, const std::string& name,
+                             const std::string& load) {
+  const std::string out = dir + "-" + name + ".txt";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int null = open("/dev/null", O_WRONLY);
+    if (fd < 0 || null < 0) _exit(98);
+    dup2(fd, 1);
+    dup2(null, 2);
+    setenv("COLUMNS", "100000", 1);
+    setenv("NCCLWATCH_REPORT_LOAD", load.c_str(), 1);
+    std::string json = dir + "-" + name + ".json";
+    std::vector<std::string> args = {NCCLWATCH_EXE, "report", dir, "--json", json};
+    std::vector<char*> cargv;
+    for (auto& a : args) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    execv(cargv[0], cargv.data());
+    _exit(99);
+  }
+  int status = -1;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) <= 3) << "report of " << dir;
+  std::ifstream in(out);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+inline std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The report with each rank's GPU records dropped once digested (the default, lean) is the
+// report with them kept (NCCLWATCH_REPORT_LOAD=whole), byte for byte: text and JSON.
+inline void expect_lean_report_is_whole(const std::string& dir) {
+  const std::string lean = report_of(dir, "lean", "lean");
+  const std::string whole = report_of(dir, "whole", "whole");
+  EXPECT_FALSE(lean.empty()) << dir;
+  EXPECT_EQ(lean, whole) << dir;
+  const std::string lean_json = file_text(dir + "-lean.json");
+  EXPECT_FALSE(lean_json.empty()) << dir;
+  EXPECT_TRUE(lean_json == file_text(dir + "-whole.json")) << dir << ": lean != whole JSON";
+}
+
 inline Result run_scenario(const Scenario& s) {
   static int counter = 0;
   Result r;
@@ -93,6 +139,7 @@ inline Result run_scenario(const Scenario& s) {
   if (jf) r.report = nlohmann::json::parse(jf, nullptr, false);
   EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.log;
   EXPECT_TRUE(r.report.is_object()) << r.log;
+  expect_lean_report_is_whole(r.dir);
   return r;
 }
 

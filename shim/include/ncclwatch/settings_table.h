@@ -44,6 +44,7 @@ enum class Id : uint8_t {
   kSummaryGpu,
   kAutoCapture,
   kSetNcclEnv,
+  kReportLoad,
   kCount
 };
 
@@ -59,7 +60,8 @@ enum class Type : uint8_t {
 };
 
 // Who reads the variable. kSetByShim: not a setting; the shim sets it for its child processes.
-enum class Reader : uint8_t { kShim, kCli, kShimAndCli, kSetByShim };
+// kReport: the report (`ncclwatch report`, and `run` when it reports), never the shim.
+enum class Reader : uint8_t { kShim, kCli, kShimAndCli, kSetByShim, kReport };
 
 struct Variable {
   Id id;
@@ -82,6 +84,8 @@ constexpr std::string_view reader_text(Reader r) {
       return "shim, ncclwatch run";
     case Reader::kSetByShim:
       return "set by the shim";
+    case Reader::kReport:
+      return "ncclwatch report, run";
   }
   return "";
 }
@@ -148,6 +152,9 @@ inline constexpr std::array<Variable, static_cast<std::size_t>(Id::kCount)> kVar
      "the hang watchdog fires), at most once per COOLDOWN and PER_DAY times a day"},
     {Id::kSetNcclEnv, "NCCLWATCH_SET_NCCL_ENV", Type::kList, Reader::kSetByShim, "unset", "",
      "the NCCL variables the shim set, so a child process's shim can tell them from the user's"},
+    {Id::kReportLoad, "NCCLWATCH_REPORT_LOAD", Type::kChoice, Reader::kReport, "lean", "lean|whole",
+     "lean: each rank's GPU records are dropped once digested; whole: kept (the same report, "
+     "more memory: for checking)"},
 }};
 
 // The words of a kSwitch value, for the shim and `ncclwatch run` alike (anything else is a bad

@@ -1,0 +1,67 @@
+#include "pipeline/lean_load.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "analysis/rank_digest.h"
+#include "timeline/gpu_linker.h"
+#include "trace/rank_loader.h"
+
+namespace ncclwatch::pipeline {
+
+namespace {
+
+// What the pipeline's GPU linking stage does to a rank (pipeline.cpp), done here first.
+void link(model::RankTrace& rank) {
+  if (rank.kernels.empty() && rank.links.empty() && rank.coll_gpu.empty()) return;
+  timeline::link_calls_to_gpu(rank);
+}
+
+// Every record of the rank is one whole run: no capture window cuts it.
+bool one_whole_run(const model::RankTrace& rank) {
+  return rank.windows.empty() ||
+         std::any_of(rank.windows.begin(), rank.windows.end(), [](const model::WindowMark& w) {
+           return w.trigger == format::WindowTrigger::kWholeRun;
+         });
+}
+
+}  // namespace
+
+void digest_rank(const trace::TraceFileEntry& file, model::RankTrace& rank, bool keep_steps) {
+  if (!one_whole_run(rank)) return;
+  link(rank);
+  // The same files read again, checked to be what was read the first time: a live job's trace
+  // grows (or a neighbour replaces it) between the two reads.
+  const uint64_t records = rank.info.records;
+  const uint64_t skipped = rank.info.skipped;
+  analysis::digest_and_drop(
+      rank,
+      [paths = file.parts, keep_steps, records,
+       skipped](std::string& why) -> std::optional<model::RankTrace> {
+        std::vector<model::InputProblem> problems;
+        model::RankTrace again = trace::load_rank_parts(paths, problems, keep_steps);
+        if (again.info.records != records || again.info.skipped != skipped) {
+          why = fmt::format("its trace changed while the report read it ({} records, then {})",
+                            records, again.info.records);
+          return std::nullopt;
+        }
+        link(again);
+        return again;
+      });
+}
+
+bool any_digested_in_windows(const model::JobTrace& job,
+                             const std::vector<history::CaptureWindow>& windows) {
+  for (const history::CaptureWindow& w : windows) {
+    for (const history::CaptureWindow::Span& s : w.spans) {
+      if (s.rank < job.ranks.size() && job.ranks[s.rank].digest) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace ncclwatch::pipeline
