@@ -3,20 +3,18 @@
 #include <cstdio>
 
 #include "ncclwatch/format.h"
+#include "record_builder.h"
 #include "trace_file_writer.h"
 
 namespace ncclwatch::bench {
 
 namespace {
 
-using format::Record;
-using format::RecordKind;
+namespace ts = test_support;
 
 constexpr uint64_t kComm = 0x5eed5eed12345678ULL;
-
-Record blank(RecordKind kind) {
-  return blank_record(kind, 4242);
-}
+constexpr uint32_t kTid = 4242;
+constexpr uint32_t kClockWindowNs = 4242;  // how long reading the two clocks took
 
 }  // namespace
 
@@ -42,21 +40,19 @@ uint64_t write_synthetic_job(const SyntheticJob& spec) {
                        std::to_string(10000 + rank) + ".trace";
     TraceFileWriter w(path, h);
 
-    Record id = blank(RecordKind::kIdentity);
-    id.identity.rank = rank;
-    id.identity.world_size = spec.ranks;
-    id.identity.local_rank = rank % spec.ranks_per_host;
-    id.identity.device = rank % spec.ranks_per_host;
-    w.put(id);
-    Record comm = blank(RecordKind::kComm);
-    comm.prefix.u8a = static_cast<uint8_t>(format::Func::kCommInitRank);
-    comm.comm.t_enter_ns = 1'000'000'000 + clock_shift;
-    comm.comm.t_exit_ns = comm.comm.t_enter_ns + 1000;
-    comm.comm.comm_id = kComm;
-    comm.comm.nranks = spec.ranks;
-    comm.comm.rank = rank;
-    comm.comm.device = rank % spec.ranks_per_host;
-    w.put(comm);
+    w.put(ts::identity_record({.tid = kTid,
+                               .rank = rank,
+                               .world = spec.ranks,
+                               .local_rank = rank % spec.ranks_per_host,
+                               .device = rank % spec.ranks_per_host}));
+    w.put(ts::comm_record({.tid = kTid,
+                           .created_by = format::Func::kCommInitRank,
+                           .enter_ns = 1'000'000'000 + clock_shift,
+                           .exit_ns = 1'000'000'000 + clock_shift + 1000,
+                           .comm = kComm,
+                           .nranks = spec.ranks,
+                           .rank = rank,
+                           .device = rank % spec.ranks_per_host}));
     put_string(w, 1, "ncclDevKernel_AllReduce_Sum_bf16_RING_LL");
     put_string(w, 2, "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n");
 
@@ -65,64 +61,51 @@ uint64_t write_synthetic_job(const SyntheticJob& spec) {
     for (uint64_t seq = 0; w.count() < spec.records_per_rank; ++seq) {
       // The same collective ends at the same true instant everywhere: 1 ms per step.
       const int64_t t = 2'000'000'000 + clock_shift + static_cast<int64_t>(seq) * 1'000'000;
-      if (seq % 4096 == 0) {
-        Record c = blank(RecordKind::kClock);
-        c.clock.monotonic_ns = t;
-        c.clock.realtime_ns = t - clock_shift + wall;
-        w.put(c);
-      }
+      if (seq % 4096 == 0) w.put(ts::clock_record(t, t - clock_shift + wall, kClockWindowNs));
       if (full) {
         for (int k = 0; k < 2; ++k) {  // compute before the collective
-          Record l = blank(RecordKind::kLaunch);
-          l.launch.t_enter_ns = t + 10'000 * k;
-          l.launch.t_exit_ns = l.launch.t_enter_ns + 3000;
-          l.launch.stream = 0x7000;
-          l.launch.correlation = corr;
-          w.put(l);
-          Record kr = blank(RecordKind::kKernel);
-          kr.prefix.tid = 7;
-          kr.kernel.start_ns = t + 20'000 + 300'000 * k;
-          kr.kernel.end_ns = kr.kernel.start_ns + 280'000;
-          kr.kernel.correlation = corr++;
-          kr.kernel.name_id = 2;
-          w.put(kr);
+          w.put(ts::launch_record({.tid = kTid,
+                                   .enter_ns = t + 10'000 * k,
+                                   .exit_ns = t + 10'000 * k + 3000,
+                                   .stream = 0x7000,
+                                   .correlation = corr}));
+          w.put(ts::kernel_record({.stream_id = 7,
+                                   .start_ns = t + 20'000 + 300'000 * k,
+                                   .end_ns = t + 20'000 + 300'000 * k + 280'000,
+                                   .correlation = corr++,
+                                   .name_id = 2}));
         }
       }
       const int64_t enter = t + 600'000 + (rank * 37 % 101) * 1000;
-      Record call = blank(RecordKind::kCall);
-      call.prefix.u8a = static_cast<uint8_t>(format::Func::kAllReduce);
-      call.call.t_enter_ns = enter;
-      call.call.t_exit_ns = full ? enter + 5000 : t + 800'000;
-      call.call.comm_id = kComm;
-      call.call.count = 1 << 20;
-      call.call.stream = 0x8000;
-      call.call.seq = static_cast<uint32_t>(seq);
-      call.call.peer = -1;
-      call.call.datatype = 9;
-      w.put(call);
+      w.put(ts::call_record({.tid = kTid,
+                             .func = format::Func::kAllReduce,
+                             .enter_ns = enter,
+                             .exit_ns = full ? enter + 5000 : t + 800'000,
+                             .comm = kComm,
+                             .count = 1 << 20,
+                             .stream = 0x8000,
+                             .seq = static_cast<uint32_t>(seq),
+                             .peer = -1,
+                             .datatype = 9}));
       if (full) {
-        Record l = blank(RecordKind::kLaunch);
-        l.launch.t_enter_ns = enter + 1000;
-        l.launch.t_exit_ns = enter + 3000;
-        l.launch.stream = 0x8000;
-        l.launch.correlation = corr;
-        w.put(l);
-        Record link = blank(RecordKind::kKernelLink);
-        link.prefix.u8a = static_cast<uint8_t>(format::Func::kAllReduce);
-        link.link.t_ns = enter + 1500;
-        link.link.comm_id = kComm;
-        link.link.stream = 0x8000;
-        link.link.correlation = corr;
-        link.link.seq = static_cast<uint32_t>(seq);
-        w.put(link);
-        Record kr = blank(RecordKind::kKernel);
-        kr.prefix.flags = format::kKernelIsNccl;
-        kr.prefix.tid = 8;
-        kr.kernel.start_ns = enter + 4000;
-        kr.kernel.end_ns = t + 900'000;  // ends together on every rank
-        kr.kernel.correlation = corr++;
-        kr.kernel.name_id = 1;
-        w.put(kr);
+        w.put(ts::launch_record({.tid = kTid,
+                                 .enter_ns = enter + 1000,
+                                 .exit_ns = enter + 3000,
+                                 .stream = 0x8000,
+                                 .correlation = corr}));
+        w.put(ts::link_record({.tid = kTid,
+                               .func = format::Func::kAllReduce,
+                               .t_ns = enter + 1500,
+                               .comm = kComm,
+                               .stream = 0x8000,
+                               .correlation = corr,
+                               .seq = static_cast<uint32_t>(seq)}));
+        w.put(ts::kernel_record({.stream_id = 8,
+                                 .nccl = true,
+                                 .start_ns = enter + 4000,
+                                 .end_ns = t + 900'000,  // ends together on every rank
+                                 .correlation = corr++,
+                                 .name_id = 1}));
       }
     }
     bytes += w.finish();

@@ -1,8 +1,9 @@
 #include "trace_file_writer.h"
 
 #include <algorithm>
-#include <cstring>
 #include <stdexcept>
+
+#include "record_builder.h"
 
 namespace ncclwatch::bench {
 
@@ -40,29 +41,8 @@ uint64_t TraceFileWriter::finish() {
   return sizeof header_ + count_ * sizeof(format::Record);
 }
 
-format::Record blank_record(format::RecordKind kind, uint32_t tid) {
-  format::Record r;
-  std::memset(&r, 0, sizeof r);
-  r.prefix.kind = kind;
-  r.prefix.tid = tid;
-  return r;
-}
-
 void put_string(TraceFileWriter& w, uint32_t id, const std::string& text) {
-  const std::size_t chunks =
-      std::min(format::kMaxStringChunks,
-               std::max<std::size_t>(
-                   1, (text.size() + format::kStringChunkBytes - 1) / format::kStringChunkBytes));
-  for (std::size_t c = 0; c < chunks; ++c) {
-    format::Record r = blank_record(format::RecordKind::kString, id);
-    r.prefix.u8a = static_cast<uint8_t>(c);
-    if (c + 1 == chunks) r.prefix.flags = format::kStringLastChunk;
-    const std::size_t at = c * format::kStringChunkBytes;
-    if (at < text.size())
-      std::memcpy(r.string.text, text.data() + at,
-                  std::min(format::kStringChunkBytes, text.size() - at));
-    w.put(r);
-  }
+  for (const format::Record& r : test_support::string_records(id, text)) w.put(r);
 }
 
 }  // namespace ncclwatch::bench

@@ -41,9 +41,6 @@ class TraceFileWriter {
   uint64_t count_ = 0;
 };
 
-// An all-zero record of `kind` (the shim writes whole records: unused fields are zero).
-format::Record blank_record(format::RecordKind kind, uint32_t tid);
-
 // The StringRecords of `text` with id `id` (chunked like the shim's string table).
 void put_string(TraceFileWriter& w, uint32_t id, const std::string& text);
 

@@ -5,12 +5,14 @@
 #include <limits>
 #include <vector>
 
+#include "record_builder.h"
+
 namespace ncclwatch::bench {
 
 namespace {
 
+namespace ts = test_support;
 using format::Record;
-using format::RecordKind;
 
 constexpr uint64_t kWorldComm = 0x3c5e1d2f00a1b2c4ULL;
 constexpr uint64_t kNcclStream = 0x55d0c0a3e160ULL;  // the NCCL stream DDP made
@@ -19,6 +21,7 @@ constexpr uint32_t kComputeStreamId = 7;             // CUPTI's stream ids
 constexpr uint32_t kNcclStreamId = 13;
 constexpr int64_t kWallBase = 1'760'000'000'000'000'000;
 constexpr int64_t kClockEveryNs = 1'000'000'000;  // the drain thread's clock anchors
+constexpr uint32_t kClockWindowNs = 40;           // how long reading the two clocks took
 constexpr uint8_t kBf16 = 9;
 
 uint32_t saturated_us(int64_t ns) {
@@ -69,97 +72,91 @@ uint32_t TrainingRankWriter::name_id(uint32_t name) {
 
 void TrainingRankWriter::put_start() {
   const int64_t t0 = 1'000'000'000;
-  Record c = blank_record(RecordKind::kClock, 40);
-  c.clock.monotonic_ns = host_clock(t0);
-  c.clock.realtime_ns = t0 + wall_offset_;
-  put(c);
+  put_clock(t0);
   next_clock_ns_ = t0 + kClockEveryNs;
-  Record w = blank_record(RecordKind::kWindow, 0);
-  w.prefix.u8a = static_cast<uint8_t>(format::WindowTrigger::kWholeRun);
-  w.prefix.u8b = static_cast<uint8_t>(format::WindowEvent::kOpen);
-  w.window.start_ns = host_clock(t0);
-  w.window.first_step = 0;
-  w.window.end_step = format::kNoStep;
-  put(w);
-  Record id = blank_record(RecordKind::kIdentity, tid_);
-  id.prefix.u8a = static_cast<uint8_t>(format::RankSource::kEnv);
-  id.identity.rank = rank_;
-  id.identity.world_size = job_.ranks;
-  id.identity.local_rank = rank_ % job_.ranks_per_host;
-  id.identity.device = rank_ % job_.ranks_per_host;
-  std::snprintf(id.identity.pci_bus_id, sizeof id.identity.pci_bus_id, "0000:%02x:00.0",
+  put(ts::window_record({.trigger = format::WindowTrigger::kWholeRun,
+                         .event = format::WindowEvent::kOpen,
+                         .start_ns = host_clock(t0),
+                         .first_step = 0,
+                         .end_step = format::kNoStep}));
+  char pci_bus_id[16];
+  std::snprintf(pci_bus_id, sizeof pci_bus_id, "0000:%02x:00.0",
                 0x18 + 0x10 * (rank_ % job_.ranks_per_host));
-  put(id);
+  put(ts::identity_record({.tid = tid_,
+                           .source = format::RankSource::kEnv,
+                           .rank = rank_,
+                           .world = job_.ranks,
+                           .local_rank = rank_ % job_.ranks_per_host,
+                           .device = rank_ % job_.ranks_per_host,
+                           .pci_bus_id = pci_bus_id}));
   if (rank_ == 0) {
-    Record u = blank_record(RecordKind::kUniqueId, tid_);
-    u.unique_id.t_enter_ns = host_clock(t0 + 50'000);
-    u.unique_id.t_exit_ns = host_clock(t0 + 60'000);
-    u.unique_id.id_hash = kWorldComm;
-    put(u);
+    put(ts::unique_id_record({.tid = tid_,
+                              .enter_ns = host_clock(t0 + 50'000),
+                              .exit_ns = host_clock(t0 + 60'000),
+                              .hash = kWorldComm}));
   }
-  Record comm = blank_record(RecordKind::kComm, tid_);
-  comm.prefix.u8a = static_cast<uint8_t>(format::Func::kCommInitRank);
-  comm.comm.t_enter_ns = host_clock(t0 + 100'000);
-  comm.comm.t_exit_ns = host_clock(1'019'000'000);
-  comm.comm.comm_id = kWorldComm;
-  comm.comm.handle = 0x55d0c0a30000ULL + static_cast<uint64_t>(rank_) * 0x100;
-  comm.comm.nranks = job_.ranks;
-  comm.comm.rank = rank_;
-  comm.comm.device = rank_ % job_.ranks_per_host;
-  put(comm);
-  Record sched = blank_record(RecordKind::kSched, tid_);
-  sched.sched.t_ns = host_clock(1'019'500'000);
+  put(ts::comm_record({.tid = tid_,
+                       .created_by = format::Func::kCommInitRank,
+                       .enter_ns = host_clock(t0 + 100'000),
+                       .exit_ns = host_clock(1'019'000'000),
+                       .comm = kWorldComm,
+                       .handle = 0x55d0c0a30000ULL + static_cast<uint64_t>(rank_) * 0x100,
+                       .nranks = job_.ranks,
+                       .rank = rank_,
+                       .device = rank_ % job_.ranks_per_host}));
   on_cpu_ns_ = 900'000'000;
   wait_ns_ = 2'000'000;
   timeslices_ = 40;
-  sched.sched.on_cpu_ns = on_cpu_ns_;
-  sched.sched.wait_ns = wait_ns_;
-  sched.sched.timeslices = timeslices_;
-  put(sched);
+  put(ts::sched_record(tid_, host_clock(1'019'500'000), on_cpu_ns_, wait_ns_, timeslices_));
   // DDP's constructor: the parameters' broadcast from rank 0 (seq 0).
   BucketSlot b = timeline_.broadcast(rank_);
-  b.correlation = next_correlation_;  // its link, launch and kernel
+  b.correlation = next_correlation_++;  // its link, launch and kernel
   put_collective(format::Func::kBroadcast, b, 0, static_cast<uint64_t>(job_.bucket_bytes) / 2, 0);
-  const uint32_t name = name_id(static_cast<uint32_t>(TrainingTimeline::kernel_names().size() + 1));
-  Record k = blank_record(RecordKind::kKernel, kNcclStreamId);
-  k.prefix.flags = format::kKernelIsNccl;
-  k.prefix.u8b = static_cast<uint8_t>(rank_ % job_.ranks_per_host);
-  k.kernel.start_ns = host_clock(b.start);
-  k.kernel.end_ns = host_clock(b.end);
-  k.kernel.correlation = next_correlation_++;
-  k.kernel.name_id = name;
-  k.kernel.context_id = 1;
-  put(k);
+  put_kernel(b.start, b.end, b.correlation,
+             static_cast<uint32_t>(TrainingTimeline::kernel_names().size() + 1), true);
+}
+
+void TrainingRankWriter::put_clock(int64_t t) {
+  put(ts::clock_record(host_clock(t), t + wall_offset_, kClockWindowNs));
+}
+
+void TrainingRankWriter::put_kernel(int64_t start, int64_t end, uint32_t correlation, uint32_t name,
+                                    bool nccl) {
+  put(ts::kernel_record({.stream_id = nccl ? kNcclStreamId : kComputeStreamId,
+                         .device = static_cast<uint8_t>(rank_ % job_.ranks_per_host),
+                         .nccl = nccl,
+                         .start_ns = host_clock(start),
+                         .end_ns = host_clock(end),
+                         .correlation = correlation,
+                         .name_id = name_id(name),
+                         .context_id = 1}));
 }
 
 void TrainingRankWriter::put_collective(format::Func func, const BucketSlot& b, uint32_t seq,
                                         uint64_t count, int32_t peer) {
-  Record link = blank_record(RecordKind::kKernelLink, tid_);
-  link.prefix.u8a = static_cast<uint8_t>(func);
-  link.link.t_ns = host_clock(b.launch_enter + 30);
-  link.link.comm_id = kWorldComm;
-  link.link.stream = kNcclStream;
-  link.link.correlation = b.correlation;
-  link.link.seq = seq;
-  put(link);
-  Record l = blank_record(RecordKind::kLaunch, tid_);
-  l.prefix.u8a = static_cast<uint8_t>(format::LaunchApi::kDriverKernel);
-  l.launch.t_enter_ns = host_clock(b.launch_enter);
-  l.launch.t_exit_ns = host_clock(b.launch_exit);
-  l.launch.stream = kNcclStream;
-  l.launch.correlation = b.correlation;
-  put(l);
-  Record call = blank_record(RecordKind::kCall, tid_);
-  call.prefix.u8a = static_cast<uint8_t>(func);
-  call.call.t_enter_ns = host_clock(b.call_enter);
-  call.call.t_exit_ns = host_clock(b.call_exit);
-  call.call.comm_id = kWorldComm;
-  call.call.count = count;
-  call.call.stream = kNcclStream;
-  call.call.seq = seq;
-  call.call.peer = peer;
-  call.call.datatype = kBf16;
-  put(call);
+  put(ts::link_record({.tid = tid_,
+                       .func = func,
+                       .t_ns = host_clock(b.launch_enter + 30),
+                       .comm = kWorldComm,
+                       .stream = kNcclStream,
+                       .correlation = b.correlation,
+                       .seq = seq}));
+  put(ts::launch_record({.tid = tid_,
+                         .api = format::LaunchApi::kDriverKernel,
+                         .enter_ns = host_clock(b.launch_enter),
+                         .exit_ns = host_clock(b.launch_exit),
+                         .stream = kNcclStream,
+                         .correlation = b.correlation}));
+  put(ts::call_record({.tid = tid_,
+                       .func = func,
+                       .enter_ns = host_clock(b.call_enter),
+                       .exit_ns = host_clock(b.call_exit),
+                       .comm = kWorldComm,
+                       .count = count,
+                       .stream = kNcclStream,
+                       .seq = seq,
+                       .peer = peer,
+                       .datatype = kBf16}));
 }
 
 // The host's records of a step in the order the drain thread gets them: a launch when its API
@@ -167,10 +164,7 @@ void TrainingRankWriter::put_collective(format::Func func, const BucketSlot& b, 
 // itself when it returns.
 void TrainingRankWriter::put_host_records(RankStep& st) {
   while (st.host_start >= next_clock_ns_) {
-    Record c = blank_record(RecordKind::kClock, 40);
-    c.clock.monotonic_ns = host_clock(next_clock_ns_);
-    c.clock.realtime_ns = next_clock_ns_ + wall_offset_;
-    put(c);
+    put_clock(next_clock_ns_);
     next_clock_ns_ += kClockEveryNs;
   }
   // The NCCL thread's scheduling: a sample per step (the drain thread writes one whenever the
@@ -178,12 +172,7 @@ void TrainingRankWriter::put_host_records(RankStep& st) {
   on_cpu_ns_ += static_cast<uint64_t>(st.host_end - st.host_start) / 3;
   wait_ns_ += 20'000 + static_cast<uint64_t>(st.step % 7) * 3'000;
   timeslices_ += 25;
-  Record sched = blank_record(RecordKind::kSched, tid_);
-  sched.sched.t_ns = host_clock(st.host_start + 1'000);
-  sched.sched.on_cpu_ns = on_cpu_ns_;
-  sched.sched.wait_ns = wait_ns_;
-  sched.sched.timeslices = timeslices_;
-  put(sched);
+  put(ts::sched_record(tid_, host_clock(st.host_start + 1'000), on_cpu_ns_, wait_ns_, timeslices_));
 
   std::size_t next_bucket = 0;
   const auto put_bucket = [&](BucketSlot& b) {
@@ -198,13 +187,12 @@ void TrainingRankWriter::put_host_records(RankStep& st) {
     while (next_bucket < st.buckets.size() && st.buckets[next_bucket].call_enter < k.launch_enter)
       put_bucket(st.buckets[next_bucket]);
     k.correlation = next_correlation_++;
-    Record l = blank_record(RecordKind::kLaunch, tid_);
-    l.prefix.u8a = static_cast<uint8_t>(format::LaunchApi::kRuntimeKernel);
-    l.launch.t_enter_ns = host_clock(k.launch_enter);
-    l.launch.t_exit_ns = host_clock(k.launch_exit);
-    l.launch.stream = kComputeStream;
-    l.launch.correlation = k.correlation;
-    put(l);
+    put(ts::launch_record({.tid = tid_,
+                           .api = format::LaunchApi::kRuntimeKernel,
+                           .enter_ns = host_clock(k.launch_enter),
+                           .exit_ns = host_clock(k.launch_exit),
+                           .stream = kComputeStream,
+                           .correlation = k.correlation}));
   }
   while (next_bucket < st.buckets.size()) put_bucket(st.buckets[next_bucket]);
 }
@@ -225,29 +213,14 @@ void TrainingRankWriter::put_gpu_batch(const RankStep& st) {
   std::stable_sort(batch.begin(), batch.end(),
                    [](const Gpu& a, const Gpu& b) { return a.end < b.end; });
   for (const auto& g : batch) name_id(g.name);
-  for (const auto& g : batch) {
-    Record k = blank_record(RecordKind::kKernel, g.nccl ? kNcclStreamId : kComputeStreamId);
-    if (g.nccl) k.prefix.flags = format::kKernelIsNccl;
-    k.prefix.u8b = static_cast<uint8_t>(rank_ % job_.ranks_per_host);
-    k.kernel.start_ns = host_clock(g.start);
-    k.kernel.end_ns = host_clock(g.end);
-    k.kernel.correlation = g.correlation;
-    k.kernel.name_id = name_id(g.name);
-    k.kernel.context_id = 1;
-    put(k);
-  }
+  for (const auto& g : batch) put_kernel(g.start, g.end, g.correlation, g.name, g.nccl);
 }
 
 // PyTorch's profiler marks each step with an NVTX range "ProfilerStep#N" (a new name per step).
 void TrainingRankWriter::put_step_range(const RankStep& st) {
   const uint32_t id = next_string_++;
   put_string(*out_, id, "ProfilerStep#" + std::to_string(st.step));
-  Record n = blank_record(RecordKind::kNvtx, tid_);
-  n.prefix.u8a = 0xff;
-  n.nvtx.start_ns = host_clock(st.host_start);
-  n.nvtx.end_ns = host_clock(st.host_end);
-  n.nvtx.name_id = id;
-  put(n);
+  put(ts::nvtx_record(tid_, host_clock(st.host_start), host_clock(st.host_end), id));
 }
 
 // What the drain thread's summarizer makes of the step (step_summarizer.h): GPU figures are
@@ -268,39 +241,35 @@ Record TrainingRankWriter::step_summary(const RankStep& st, bool last) const {
     else
       ++j;
   }
-  Record r = blank_record(RecordKind::kStep, 1 + static_cast<uint32_t>(st.step) * job_.buckets);
-  r.prefix.u8a = static_cast<uint8_t>(format::StepSource::kNvtx);
-  r.prefix.u8b = static_cast<uint8_t>(format::StepTiming::kCupti);
-  r.prefix.flags = format::kStepDetail | (last ? format::kStepLast : 0);
-  r.step.step = static_cast<uint32_t>(st.step);
-  r.step.calls = static_cast<uint32_t>(job_.buckets);
-  r.step.start_ns = host_clock(a);
-  r.step.arrive_ns = host_clock(st.buckets.front().call_enter);
-  r.step.sync_ns = host_clock(st.buckets.front().end);
-  r.step.duration_us = saturated_us(z - a);
-  r.step.compute_us = saturated_us(compute);
-  r.step.exposed_us = saturated_us(comm - both);
-  r.step.idle_us = saturated_us((z - a) - (compute + comm - both));
-  for (int b = 0; b < job_.buckets; ++b) r.step.bytes += timeline_.bucket_count(b) * 2;
-  return r;
+  uint64_t bytes = 0;
+  for (int b = 0; b < job_.buckets; ++b) bytes += timeline_.bucket_count(b) * 2;
+  return ts::step_record(
+      {.ref_seq = 1 + static_cast<uint32_t>(st.step) * job_.buckets,
+       .source = format::StepSource::kNvtx,
+       .timing = format::StepTiming::kCupti,
+       .flags = static_cast<uint8_t>(format::kStepDetail | (last ? format::kStepLast : 0)),
+       .step = static_cast<uint32_t>(st.step),
+       .calls = static_cast<uint32_t>(job_.buckets),
+       .start_ns = host_clock(a),
+       .arrive_ns = host_clock(st.buckets.front().call_enter),
+       .sync_ns = host_clock(st.buckets.front().end),
+       .duration_us = saturated_us(z - a),
+       .compute_us = saturated_us(compute),
+       .exposed_us = saturated_us(comm - both),
+       .idle_us = saturated_us((z - a) - (compute + comm - both)),
+       .bytes = bytes});
 }
 
 void TrainingRankWriter::put_end(int64_t last_ns) {
-  Record e = blank_record(RecordKind::kCommEnd, tid_);
-  e.prefix.u8a = static_cast<uint8_t>(format::Func::kCommDestroy);
-  e.comm_end.t_enter_ns = host_clock(last_ns + 100'000);
-  e.comm_end.t_exit_ns = host_clock(last_ns + 900'000);
-  e.comm_end.comm_id = kWorldComm;
-  put(e);
-  Record w = blank_record(RecordKind::kWindow, 0);
-  w.prefix.u8a = static_cast<uint8_t>(format::WindowTrigger::kWholeRun);
-  w.prefix.u8b = static_cast<uint8_t>(format::WindowEvent::kClose);
-  w.window.start_ns = host_clock(1'000'000'000);
-  w.window.end_ns = host_clock(last_ns + 1'000'000);
-  w.window.first_step = 0;
-  w.window.end_step = static_cast<uint64_t>(job_.steps);
-  w.window.detail_records = detail_records_;
-  put(w);
+  put(ts::comm_end_record(tid_, kWorldComm, host_clock(last_ns + 100'000),
+                          host_clock(last_ns + 900'000)));
+  put(ts::window_record({.trigger = format::WindowTrigger::kWholeRun,
+                         .event = format::WindowEvent::kClose,
+                         .start_ns = host_clock(1'000'000'000),
+                         .end_ns = host_clock(last_ns + 1'000'000),
+                         .first_step = 0,
+                         .end_step = static_cast<uint64_t>(job_.steps),
+                         .detail_records = detail_records_}));
 }
 
 TrainingJobFiles TrainingRankWriter::write() {

@@ -35,6 +35,10 @@ class TrainingRankWriter {
  private:
   void put(const format::Record& r);
   void put_start();
+  // A clock anchor at true time `t`.
+  void put_clock(int64_t t);
+  // A kernel of TrainingTimeline's `name` (its name's string first, the first time it is seen).
+  void put_kernel(int64_t start, int64_t end, uint32_t correlation, uint32_t name, bool nccl);
   void put_host_records(RankStep& st);
   // A collective's host records in the order the drain thread gets them: its kernel link (made
   // inside the launch), its launch, then the call when it returns.

@@ -10,16 +10,15 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "record_builder.h"
+
 namespace ncclwatch::trace::testing {
 namespace {
 
-Record blank(format::RecordKind kind) {
-  Record r;
-  std::memset(&r, 0, sizeof r);
-  r.prefix.kind = kind;
-  r.prefix.tid = 4242;
-  return r;
-}
+namespace ts = test_support;
+
+constexpr uint32_t kTid = 4242;       // the writer thread of every record that names one
+constexpr uint64_t kStream = 0xabc0;  // the calls' stream
 
 void copy_text(char* out, std::size_t size, const std::string& text) {
   std::memset(out, 0, size);
@@ -30,22 +29,20 @@ void copy_text(char* out, std::size_t size, const std::string& text) {
 
 Record make_call(Func func, uint64_t comm, uint32_t seq, int64_t enter_ns, int64_t exit_ns,
                  uint64_t count, int32_t peer) {
-  Record r = blank(format::RecordKind::kCall);
-  r.prefix.u8a = static_cast<uint8_t>(func);
-  r.call.t_enter_ns = enter_ns;
-  r.call.t_exit_ns = exit_ns;
-  r.call.comm_id = comm;
-  r.call.count = count;
-  r.call.stream = 0xabc0;
-  r.call.seq = seq;
-  r.call.peer = peer;
-  r.call.datatype = 7;  // float32
-  r.call.redop = 0;
-  return r;
+  return ts::call_record({.tid = kTid,
+                          .func = func,
+                          .enter_ns = enter_ns,
+                          .exit_ns = exit_ns,
+                          .comm = comm,
+                          .count = count,
+                          .stream = kStream,
+                          .seq = seq,
+                          .peer = peer,
+                          .datatype = 7});  // float32
 }
 
 Record make_group(Func func, uint32_t group_id, int64_t enter_ns) {
-  Record r = blank(format::RecordKind::kGroup);
+  Record r = ts::blank_record(format::RecordKind::kGroup, kTid);
   r.prefix.u8a = static_cast<uint8_t>(func);
   r.group.t_enter_ns = enter_ns;
   r.group.t_exit_ns = enter_ns + 10;
@@ -56,176 +53,130 @@ Record make_group(Func func, uint32_t group_id, int64_t enter_ns) {
 
 Record make_comm(uint64_t comm, int32_t nranks, int32_t rank, int64_t t_ns, uint64_t parent,
                  Func created_by) {
-  Record r = blank(format::RecordKind::kComm);
-  r.prefix.u8a = static_cast<uint8_t>(created_by);
-  r.comm.t_enter_ns = t_ns;
-  r.comm.t_exit_ns = t_ns + 100;
-  r.comm.comm_id = comm;
-  r.comm.parent_id = parent;
-  r.comm.handle = 0x7f0000001000;
-  r.comm.nranks = nranks;
-  r.comm.rank = rank;
-  r.comm.device = rank % 8;
-  return r;
+  return ts::comm_record({.tid = kTid,
+                          .created_by = created_by,
+                          .enter_ns = t_ns,
+                          .exit_ns = t_ns + 100,
+                          .comm = comm,
+                          .parent = parent,
+                          .handle = 0x7f0000001000,
+                          .nranks = nranks,
+                          .rank = rank,
+                          .device = rank % 8});
 }
 
 Record make_comm_end(uint64_t comm, int64_t t_ns) {
-  Record r = blank(format::RecordKind::kCommEnd);
-  r.prefix.u8a = static_cast<uint8_t>(Func::kCommDestroy);
-  r.comm_end.t_enter_ns = t_ns;
-  r.comm_end.t_exit_ns = t_ns + 5;
-  r.comm_end.comm_id = comm;
-  return r;
+  return ts::comm_end_record(kTid, comm, t_ns, t_ns + 5);
 }
 
 Record make_identity(int32_t rank, int32_t world, int32_t local_rank, int32_t device,
                      const char* pci_bus_id) {
-  Record r = blank(format::RecordKind::kIdentity);
-  r.prefix.u8a = static_cast<uint8_t>(format::RankSource::kFirstComm);
-  r.identity.rank = rank;
-  r.identity.world_size = world;
-  r.identity.local_rank = local_rank;
-  r.identity.device = device;
-  copy_text(r.identity.pci_bus_id, sizeof r.identity.pci_bus_id, pci_bus_id);
-  return r;
+  return ts::identity_record({.tid = kTid,
+                              .source = format::RankSource::kFirstComm,
+                              .rank = rank,
+                              .world = world,
+                              .local_rank = local_rank,
+                              .device = device,
+                              .pci_bus_id = pci_bus_id});
 }
 
 Record make_clock(int64_t monotonic_ns, int64_t realtime_ns, uint32_t window_ns) {
-  Record r = blank(format::RecordKind::kClock);
-  r.prefix.tid = window_ns;
-  r.clock.monotonic_ns = monotonic_ns;
-  r.clock.realtime_ns = realtime_ns;
-  return r;
+  return ts::clock_record(monotonic_ns, realtime_ns, window_ns);
 }
 
 Record make_kernel(int64_t start_ns, int64_t end_ns, uint32_t correlation, uint32_t name_id,
                    bool nccl, uint32_t stream, uint8_t device) {
-  Record r = blank(format::RecordKind::kKernel);
-  r.prefix.u8a = static_cast<uint8_t>(format::ActivityKind::kKernel);
-  r.prefix.u8b = device;
-  r.prefix.tid = stream;
-  r.prefix.flags = nccl ? format::kKernelIsNccl : 0;
-  r.kernel.start_ns = start_ns;
-  r.kernel.end_ns = end_ns;
-  r.kernel.correlation = correlation;
-  r.kernel.name_id = name_id;
-  return r;
+  return ts::kernel_record({.stream_id = stream,
+                            .device = device,
+                            .nccl = nccl,
+                            .start_ns = start_ns,
+                            .end_ns = end_ns,
+                            .correlation = correlation,
+                            .name_id = name_id});
 }
 
 std::vector<Record> make_string(uint32_t id, const std::string& text) {
-  std::vector<Record> out;
-  const std::size_t chunks = std::max<std::size_t>(
-      1, (text.size() + format::kStringChunkBytes - 1) / format::kStringChunkBytes);
-  for (std::size_t i = 0; i < chunks; ++i) {
-    Record r = blank(format::RecordKind::kString);
-    r.prefix.tid = id;
-    r.prefix.u8a = static_cast<uint8_t>(i);
-    if (i + 1 == chunks) r.prefix.flags = format::kStringLastChunk;
-    const std::size_t begin = i * format::kStringChunkBytes;
-    const std::size_t n =
-        std::min(format::kStringChunkBytes, text.size() - std::min(begin, text.size()));
-    std::memcpy(r.string.text, text.data() + begin, n);
-    out.push_back(r);
-  }
-  return out;
+  return ts::string_records(id, text);
 }
 
 Record make_link(int64_t t_ns, uint64_t comm, uint32_t seq, uint32_t correlation) {
-  Record r = blank(format::RecordKind::kKernelLink);
-  r.prefix.u8a = static_cast<uint8_t>(Func::kAllReduce);
-  r.link.t_ns = t_ns;
-  r.link.comm_id = comm;
-  r.link.stream = 0xabc0;
-  r.link.correlation = correlation;
-  r.link.seq = seq;
-  return r;
+  return ts::link_record({.tid = kTid,
+                          .func = Func::kAllReduce,
+                          .t_ns = t_ns,
+                          .comm = comm,
+                          .stream = kStream,
+                          .correlation = correlation,
+                          .seq = seq});
 }
 
 Record make_coll_gpu(int64_t start_ns, int64_t end_ns, uint64_t comm, uint32_t seq) {
-  Record r = blank(format::RecordKind::kCollGpu);
+  Record r = ts::blank_record(format::RecordKind::kCollGpu, kTid);
   r.prefix.u8a = static_cast<uint8_t>(Func::kAllReduce);
   r.coll_gpu.start_ns = start_ns;
   r.coll_gpu.end_ns = end_ns;
   r.coll_gpu.comm_id = comm;
-  r.coll_gpu.stream = 0xabc0;
+  r.coll_gpu.stream = kStream;
   r.coll_gpu.seq = seq;
   return r;
 }
 
 Record make_launch(int64_t enter_ns, int64_t exit_ns, uint64_t stream, uint32_t correlation) {
-  Record r = blank(format::RecordKind::kLaunch);
-  r.prefix.u8a = static_cast<uint8_t>(format::LaunchApi::kRuntimeKernel);
-  r.launch.t_enter_ns = enter_ns;
-  r.launch.t_exit_ns = exit_ns;
-  r.launch.stream = stream;
-  r.launch.correlation = correlation;
-  return r;
+  return ts::launch_record({.tid = kTid,
+                            .api = format::LaunchApi::kRuntimeKernel,
+                            .enter_ns = enter_ns,
+                            .exit_ns = exit_ns,
+                            .stream = stream,
+                            .correlation = correlation});
 }
 
 Record make_nvtx(int64_t start_ns, int64_t end_ns, uint32_t name_id) {
-  Record r = blank(format::RecordKind::kNvtx);
-  r.prefix.u8a = 0xff;
-  r.nvtx.start_ns = start_ns;
-  r.nvtx.end_ns = end_ns;
-  r.nvtx.name_id = name_id;
-  return r;
+  return ts::nvtx_record(kTid, start_ns, end_ns, name_id);
 }
 
 Record make_unique_id(uint64_t hash, int64_t t_ns) {
-  Record r = blank(format::RecordKind::kUniqueId);
-  r.prefix.u8a = static_cast<uint8_t>(Func::kGetUniqueId);
-  r.unique_id.t_enter_ns = t_ns;
-  r.unique_id.t_exit_ns = t_ns + 1;
-  r.unique_id.id_hash = hash;
-  return r;
+  return ts::unique_id_record({.tid = kTid,
+                               .func = Func::kGetUniqueId,
+                               .enter_ns = t_ns,
+                               .exit_ns = t_ns + 1,
+                               .hash = hash});
 }
 
 Record make_sched(uint32_t tid, int64_t t_ns, uint64_t on_cpu_ns, uint64_t wait_ns,
                   uint64_t timeslices) {
-  Record r = blank(format::RecordKind::kSched);
-  r.prefix.tid = tid;
-  r.sched.t_ns = t_ns;
-  r.sched.on_cpu_ns = on_cpu_ns;
-  r.sched.wait_ns = wait_ns;
-  r.sched.timeslices = timeslices;
-  return r;
+  return ts::sched_record(tid, t_ns, on_cpu_ns, wait_ns, timeslices);
 }
 
 Record make_step(uint32_t step, int64_t start_ns, uint32_t duration_us, uint32_t ref_seq,
                  int64_t arrive_ns, int64_t sync_ns, uint32_t compute_us, uint32_t exposed_us,
                  uint32_t idle_us) {
-  Record r = blank(format::RecordKind::kStep);
-  r.prefix.u8a = static_cast<uint8_t>(format::StepSource::kCollectives);
-  r.prefix.u8b =
-      static_cast<uint8_t>(compute_us == format::kStepUnknownUs ? format::StepTiming::kNone
-                                                                : format::StepTiming::kCupti);
-  r.prefix.tid = ref_seq;
-  r.step.step = step;
-  r.step.start_ns = start_ns;
-  r.step.duration_us = duration_us;
-  r.step.arrive_ns = arrive_ns;
-  r.step.sync_ns = sync_ns;
-  r.step.compute_us = compute_us;
-  r.step.exposed_us = exposed_us;
-  r.step.idle_us = idle_us;
-  r.step.calls = 4;
-  r.step.bytes = 4096;
-  return r;
+  return ts::step_record({.ref_seq = ref_seq,
+                          .source = format::StepSource::kCollectives,
+                          .timing = compute_us == format::kStepUnknownUs
+                                        ? format::StepTiming::kNone
+                                        : format::StepTiming::kCupti,
+                          .step = step,
+                          .calls = 4,
+                          .start_ns = start_ns,
+                          .arrive_ns = arrive_ns,
+                          .sync_ns = sync_ns,
+                          .duration_us = duration_us,
+                          .compute_us = compute_us,
+                          .exposed_us = exposed_us,
+                          .idle_us = idle_us,
+                          .bytes = 4096});
 }
 
 Record make_window(format::WindowEvent event, uint64_t id, format::WindowTrigger trigger,
                    int64_t start_ns, int64_t end_ns, uint64_t first_step, uint64_t end_step,
                    uint32_t text_id) {
-  Record r = blank(format::RecordKind::kWindow);
-  r.prefix.u8a = static_cast<uint8_t>(trigger);
-  r.prefix.u8b = static_cast<uint8_t>(event);
-  r.prefix.tid = text_id;
-  r.window.id = id;
-  r.window.start_ns = start_ns;
-  r.window.end_ns = end_ns;
-  r.window.first_step = first_step;
-  r.window.end_step = end_step;
-  return r;
+  return ts::window_record({.text_id = text_id,
+                            .trigger = trigger,
+                            .event = event,
+                            .id = id,
+                            .start_ns = start_ns,
+                            .end_ns = end_ns,
+                            .first_step = first_step,
+                            .end_step = end_step});
 }
 
 format::ProcessInfo make_process(const std::string& job, const std::string& host, int64_t pid,
