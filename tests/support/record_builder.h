@@ -1,8 +1,9 @@
 // Trace records built straight from format.h, one function per kind, for the tests' synthetic
-// traces (tests/collector/trace/trace_fixture.h) and the benchmarks' generated jobs
-// (tests/bench/collector): which field each value goes to -- the prefix's per-kind bytes included
-// -- is written here once. A record starts all zero, as the shim writes whole records: a field the
-// caller leaves out of the *Fields stays zero (fill them with designated initializers).
+// traces and step summaries (tests/collector/trace/trace_fixture.h, the history's simulated job,
+// the shim's step observers) and the benchmarks' generated jobs (tests/bench/collector): which
+// field each value goes to -- the prefix's per-kind bytes included -- is written here once. A
+// record starts all zero, as the shim writes whole records: a field the caller leaves out of the
+// *Fields stays zero (fill them with designated initializers).
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
 #include "history_sim.h"
 
 #include <algorithm>
-#include <cstring>
+
+#include "record_builder.h"
 
 namespace ncclwatch::history::testing {
 namespace {
@@ -81,30 +82,29 @@ format::StepRecord sim_step(const SimJob& job, int rank, uint64_t step) {
       static_cast<int64_t>(static_cast<double>(step - job.first_step) * base * kMs) +
       static_cast<int64_t>(1000.0 * kMs);
   const int64_t to_mono = mono_shift(h) + 1'000'000'000'000LL;
-  format::StepRecord s;
-  std::memset(&s, 0, sizeof s);
-  s.prefix.kind = format::RecordKind::kStep;
+  uint8_t flags = 0;
   for (const auto& [first, end] : job.windows)
-    if (step >= first && step < end) s.prefix.flags |= format::kStepDetail;
-  s.prefix.u8a = static_cast<uint8_t>(format::StepSource::kCollectives);
-  s.prefix.u8b =
-      static_cast<uint8_t>(job.gpu ? format::StepTiming::kCupti : format::StepTiming::kNone);
-  s.prefix.tid = static_cast<uint32_t>(step * 4);
-  s.step = static_cast<uint32_t>(step);
-  s.calls = 4;
-  s.bytes = 4 << 20;
-  s.start_ns = start_true + to_mono;
-  s.duration_us = us(step_ms);
+    if (step >= first && step < end) flags |= format::kStepDetail;
   const int64_t arrive = start_true + static_cast<int64_t>((job.compute_ms + my_late) * kMs);
-  s.arrive_ns = arrive + to_mono;
   const int64_t sync =
       start_true +
       static_cast<int64_t>((job.compute_ms + worst_late + job.exposed_ms + all_exposed) * kMs);
-  s.sync_ns = job.gpu ? sync + to_mono : 0;
-  s.compute_us = job.gpu ? us(my_compute) : format::kStepUnknownUs;
-  s.exposed_us = job.gpu ? us(my_exposed) : format::kStepUnknownUs;
-  s.idle_us = job.gpu ? us(step_ms - my_compute - my_exposed) : format::kStepUnknownUs;
-  return s;
+  return test_support::step_record(
+             {.ref_seq = static_cast<uint32_t>(step * 4),
+              .source = format::StepSource::kCollectives,
+              .timing = job.gpu ? format::StepTiming::kCupti : format::StepTiming::kNone,
+              .flags = flags,
+              .step = static_cast<uint32_t>(step),
+              .calls = 4,
+              .start_ns = start_true + to_mono,
+              .arrive_ns = arrive + to_mono,
+              .sync_ns = job.gpu ? sync + to_mono : 0,
+              .duration_us = us(step_ms),
+              .compute_us = job.gpu ? us(my_compute) : format::kStepUnknownUs,
+              .exposed_us = job.gpu ? us(my_exposed) : format::kStepUnknownUs,
+              .idle_us = job.gpu ? us(step_ms - my_compute - my_exposed) : format::kStepUnknownUs,
+              .bytes = 4 << 20})
+      .step;
 }
 
 }  // namespace ncclwatch::history::testing

@@ -7,6 +7,8 @@
 
 #include <random>
 
+#include "record_builder.h"
+
 namespace ncclwatch::shim {
 namespace {
 
@@ -34,17 +36,19 @@ struct Rank {
   // (the rest idle); flags for kStepDetail.
   void steps(int n, double step_ms, double compute_ms, double wait_ms, uint8_t flags = 0) {
     for (int i = 0; i < n; ++i) {
-      format::StepRecord s{};
-      s.prefix.kind = format::RecordKind::kStep;
-      s.prefix.flags = flags;
-      s.step = static_cast<uint32_t>(step++);
-      s.start_ns = now;
-      s.duration_us = static_cast<uint32_t>(step_ms * 1000);
-      s.compute_us = static_cast<uint32_t>(compute_ms * 1000);
-      s.exposed_us = static_cast<uint32_t>(wait_ms * 1000);
-      s.idle_us = s.duration_us - s.compute_us - s.exposed_us;
+      const auto duration_us = static_cast<uint32_t>(step_ms * 1000);
+      const auto compute_us = static_cast<uint32_t>(compute_ms * 1000);
+      const auto exposed_us = static_cast<uint32_t>(wait_ms * 1000);
+      const format::Record s =
+          test_support::step_record({.flags = flags,
+                                     .step = static_cast<uint32_t>(step++),
+                                     .start_ns = now,
+                                     .duration_us = duration_us,
+                                     .compute_us = compute_us,
+                                     .exposed_us = exposed_us,
+                                     .idle_us = duration_us - compute_us - exposed_us});
       now += static_cast<int64_t>(step_ms * kMs);
-      trigger.observe(s, rank, now);
+      trigger.observe(s.step, rank, now);
     }
   }
   std::optional<format::CaptureAsk> take() { return trigger.take(now, step - 1, 10 * kMs); }

@@ -11,6 +11,7 @@
 #include "record/capture_plan.h"
 #include "record/gpu_gate.h"
 #include "record/step_summarizer.h"
+#include "record_builder.h"
 
 namespace ncclwatch::shim {
 namespace {
@@ -24,14 +25,12 @@ constexpr int64_t kMs = 1'000'000;
 
 format::StepRecord step(uint32_t n, format::StepTiming timing, uint32_t duration_us,
                         uint32_t calls = 4, uint8_t flags = 0) {
-  format::StepRecord s{};
-  s.prefix.kind = RecordKind::kStep;
-  s.prefix.u8b = static_cast<uint8_t>(timing);
-  s.prefix.flags = flags;
-  s.step = n;
-  s.duration_us = duration_us;
-  s.calls = calls;
-  return s;
+  return test_support::step_record({.timing = timing,
+                                    .flags = flags,
+                                    .step = n,
+                                    .calls = calls,
+                                    .duration_us = duration_us})
+      .step;
 }
 
 struct Switch {
