@@ -20,6 +20,7 @@ class RecentRecords {
   // Holds a detail record (other kinds are ignored), dropping the oldest when full.
   void hold(const format::Record& record);
   std::size_t size() const { return count_; }
+  std::size_t capacity() const { return ring_.size(); }
   // The earliest time a held record describes (CapturePlan::detail_time); INT64_MIN: none.
   int64_t oldest_time() const;
   // Every record held, oldest first; then none is held.

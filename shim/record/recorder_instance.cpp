@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -98,7 +99,6 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
             .load(std::memory_order_relaxed);
     p->gpu_switch_.observe_step(step, kernels, filtered, p->timing_mode());
   });
-  r->kept_.reserve(kDrainBatch);
   r->emit_clock();
   r->plan_.start(
       r->settings_, [p = r.get()](const format::Record& rec) { p->push_own(rec); },
@@ -109,6 +109,11 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
                            process.start_realtime_ns - process.start_monotonic_ns);
     r->recent_ = RecentRecords(kRecentDetail);
   }
+  // Reserved once, so that the drain thread never allocates for it: a drained batch keeps at
+  // most two records a record (an InFlightRecord and the return of its call, drained and held
+  // just before it: judge()), and a hang's window writes the recent detail held, up to recent_'s
+  // capacity (apply_request()): in windows mode that is the larger bound.
+  r->kept_.reserve(std::max<std::size_t>(2 * kDrainBatch, r->recent_.capacity()));
   r->rank_ = process.rank;
   if (process.rank >= 0) {
     format::Record rec{};

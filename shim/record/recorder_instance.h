@@ -38,6 +38,9 @@ class RecorderInstance {
   format::SegmentHeader* header() const { return segment_->header(); }
   const std::string& segment_name() const { return segment_->name(); }
   const std::string& trace_path() const { return trace_path_; }
+  // The records a drained batch can keep without the drain thread allocating (tests: a
+  // worst-case batch leaves it unchanged).
+  std::size_t kept_capacity() const { return kept_.capacity(); }
 
   // Updates the header's identity (rank, world, local rank, device) and records it.
   void set_identity(int rank, int world_size, int local_rank, int device,
