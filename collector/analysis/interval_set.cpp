@@ -17,6 +17,9 @@ IntervalSet IntervalSet::from_sorted(const std::vector<Interval>& by_begin) {
   IntervalSet out;
   out.spans_.reserve(by_begin.size());
   for (const Interval& iv : by_begin) out.append_sorted(iv);
+  // Kernels back to back merge into a few spans: a set kept per rank (RankActivity, a rank's
+  // digest) must not keep room for every kernel (36 bytes per kernel of a full-mode trace).
+  if (out.spans_.capacity() > 2 * out.spans_.size() + 16) out.spans_.shrink_to_fit();
   return out;
 }
 
