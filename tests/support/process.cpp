@@ -35,6 +35,15 @@ std::string slurp(const fs::path& p) {
   return s.str();
 }
 
+std::string slurp(std::FILE* f) {
+  std::rewind(f);
+  std::string s;
+  char buf[4096];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
+  std::fclose(f);
+  return s;
+}
+
 CommandResult run_shell(const std::string& command, const fs::path& scratch,
                         const std::string& stdout_to) {
   CommandResult r;

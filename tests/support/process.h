@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -29,6 +30,8 @@ class TempDir {
 
 // The whole contents of a file ("" when it cannot be read).
 std::string slurp(const fs::path& p);
+// The whole contents of `f` from its start (a std::tmpfile() a report was written to); closes it.
+std::string slurp(std::FILE* f);
 
 struct CommandResult {
   int rc = -1;  // exit status; -1 when the shell itself did not exit normally

@@ -11,6 +11,7 @@
 #include "analysis/rank_digest.h"
 #include "pipeline/lean_load.h"
 #include "pipeline/report_job.h"
+#include "process.h"
 #include "trace/job_loader.h"
 #include "trace/rank_loader.h"
 #include "trace_fixture.h"
@@ -53,14 +54,7 @@ std::vector<Record> rank_records(int r, bool window) {
   return rs;
 }
 
-std::string slurp(std::FILE* f) {
-  std::rewind(f);
-  std::string s;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
-  std::fclose(f);
-  return s;
-}
+using test_support::slurp;
 
 // report_job's text and JSON file with NCCLWATCH_REPORT_LOAD=`load` (this test's threads are
 // the only ones: setenv is safe here).

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipeline/report_job.h"
+#include "process.h"
 #include "trace_fixture.h"
 
 namespace ncclwatch::pipeline {
@@ -97,14 +98,7 @@ struct Result {
   nlohmann::json json;
 };
 
-std::string slurp(std::FILE* f) {
-  std::rewind(f);
-  std::string s;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
-  std::fclose(f);
-  return s;
-}
+using test_support::slurp;
 
 Result report(const std::string& dir, std::size_t window = 0) {
   ReportRequest req;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "process.h"
 #include "trace/record_json.h"
 #include "trace/record_names.h"
 #include "trace_fixture.h"
@@ -26,14 +27,7 @@ struct Captured {
   std::string err;
 };
 
-std::string slurp(std::FILE* f) {
-  std::rewind(f);
-  std::string s;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
-  std::fclose(f);
-  return s;
-}
+using test_support::slurp;
 
 Captured run_dump(const std::string& path, const DumpOptions& options) {
   std::FILE* out = std::tmpfile();
