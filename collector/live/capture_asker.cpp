@@ -246,7 +246,7 @@ std::string describe(const CaptureOutcome& o) {
           static_cast<double>(a.first - o.last_step) * static_cast<double>(o.step_ns) / 1e9);
   } else {
     what = fmt::format("{:.1f} s of wall time ({})", static_cast<double>(a.count) / 1e9,
-                       o.step_rates_disagree ? "the ranks' steps disagree"
+                       o.step_rates_disagree                            ? "the ranks' steps disagree"
                        : o.last_step == format::kNoStep || o.step_ns <= 0 ? "no step numbers known"
                                                                           : "as asked");
   }

@@ -33,10 +33,11 @@ void write_running_rank(const std::string& dir, uint32_t steps, int64_t ago_ns, 
   p.start_realtime_ns = realtime_now() - ago_ns - end + p.start_monotonic_ns;
   std::vector<format::Record> records;
   for (uint32_t s = 0; s < steps; ++s) {
-    records.push_back(
-        trace::testing::make_step(s, kBase + int64_t{s} * step_us * 1000,
-                                  s + 1 == steps ? last_us : static_cast<uint32_t>(step_us), s * 4,
-                                  0, 0, format::kStepUnknownUs, 0, 0));
+    records.push_back(trace::testing::make_step(s, kBase + int64_t{s} * step_us * 1000,
+                                                s + 1 == steps ? last_us
+                                                               : static_cast<uint32_t>(step_us),
+                                                s * 4, 0, 0,
+                                                format::kStepUnknownUs, 0, 0));
   }
   trace::testing::write_trace(
       dir + "/ncclwatch.elsewhere." + std::to_string(pid) + ".trace",
