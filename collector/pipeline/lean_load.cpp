@@ -15,12 +15,6 @@ namespace ncclwatch::pipeline {
 
 namespace {
 
-// What the pipeline's GPU linking stage does to a rank (pipeline.cpp), done here first.
-void link(model::RankTrace& rank) {
-  if (rank.kernels.empty() && rank.links.empty() && rank.coll_gpu.empty()) return;
-  timeline::link_calls_to_gpu(rank);
-}
-
 // Every record of the rank is one whole run: no capture window cuts it.
 bool one_whole_run(const model::RankTrace& rank) {
   return rank.windows.empty() ||
@@ -33,7 +27,7 @@ bool one_whole_run(const model::RankTrace& rank) {
 
 void digest_rank(const trace::TraceFileEntry& file, model::RankTrace& rank, bool keep_steps) {
   if (!one_whole_run(rank)) return;
-  link(rank);
+  timeline::link_recorded_gpu_work(rank);
   // The same files read again, checked to be what was read the first time: a live job's trace
   // grows (or a neighbour replaces it) between the two reads.
   const uint64_t records = rank.info.records;
@@ -49,7 +43,7 @@ void digest_rank(const trace::TraceFileEntry& file, model::RankTrace& rank, bool
                             records, again.info.records);
           return std::nullopt;
         }
-        link(again);
+        timeline::link_recorded_gpu_work(again);
         return again;
       });
 }

@@ -38,14 +38,7 @@ PipelineResult run_pipeline(model::JobTrace& job, const PipelineOptions& options
     stage(options, "linking GPU work");
     // Ranks are independent: one worker per core takes the next rank.
     trace::parallel_for(job.ranks.size(), trace::worker_count(options.threads),
-                        [&job](std::size_t i) {
-                          model::RankTrace& rank = job.ranks[i];
-                          // A host-only trace has nothing to link (and a million calls cost the
-                          // linker a second).
-                          if (rank.kernels.empty() && rank.links.empty() && rank.coll_gpu.empty())
-                            return;
-                          timeline::link_calls_to_gpu(rank);
-                        });
+                        [&job](std::size_t i) { timeline::link_recorded_gpu_work(job.ranks[i]); });
   }
   stage(options, "matching");
   out.match = match::match_job(job, options.match);

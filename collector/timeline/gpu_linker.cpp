@@ -241,4 +241,9 @@ LinkStats link_calls_to_gpu(RankTrace& t) {
   return GpuLinker(t).run();
 }
 
+void link_recorded_gpu_work(model::RankTrace& trace) {
+  if (trace.kernels.empty() && trace.links.empty() && trace.coll_gpu.empty()) return;
+  link_calls_to_gpu(trace);
+}
+
 }  // namespace ncclwatch::timeline

@@ -31,4 +31,9 @@ struct LinkStats {
 
 LinkStats link_calls_to_gpu(model::RankTrace& trace);
 
+// link_calls_to_gpu when the rank has GPU records to link: a host-only trace has none (and a
+// million calls cost the linker a second). The pipeline's linking stage and the report's lean
+// load (which links each rank as it is read) both call this.
+void link_recorded_gpu_work(model::RankTrace& trace);
+
 }  // namespace ncclwatch::timeline
