@@ -50,6 +50,13 @@ RankDigest RankDigest::of(const model::RankTrace& rank) {
   return d;
 }
 
+bool records_are_one_whole_run(const model::RankTrace& rank) {
+  return rank.windows.empty() ||
+         std::any_of(rank.windows.begin(), rank.windows.end(), [](const model::WindowMark& w) {
+           return w.trigger == format::WindowTrigger::kWholeRun;
+         });
+}
+
 model::DroppedGpuRecords dropped_records_of(const model::RankTrace& rank) {
   model::DroppedGpuRecords d;
   d.kernels = rank.kernels.size();

@@ -57,6 +57,11 @@ struct RankDigest {
   static RankDigest of(const model::RankTrace& rank);
 };
 
+// The rank's records are one whole run: no capture window cuts them (no window marks, or a
+// whole-run one). A report of a windowed run cuts each window out of the records, so only such a
+// rank may have its GPU records dropped for a digest.
+bool records_are_one_whole_run(const model::RankTrace& rank);
+
 // What the collector's own checks need of the GPU records (model/dropped_gpu_records.h).
 model::DroppedGpuRecords dropped_records_of(const model::RankTrace& rank);
 

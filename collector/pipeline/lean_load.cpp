@@ -13,31 +13,14 @@
 
 namespace ncclwatch::pipeline {
 
-namespace {
-
-// Every record of the rank is one whole run: no capture window cuts it.
-bool one_whole_run(const model::RankTrace& rank) {
-  return rank.windows.empty() ||
-         std::any_of(rank.windows.begin(), rank.windows.end(), [](const model::WindowMark& w) {
-           return w.trigger == format::WindowTrigger::kWholeRun;
-         });
-}
-
-}  // namespace
-
-void digest_rank(const trace::TraceFileEntry& file, model::RankTrace& rank, bool keep_steps) {
-  if (!one_whole_run(rank)) return;
-  timeline::link_recorded_gpu_work(rank);
+ReloadRank reload_from(const std::vector<std::string>& parts, bool keep_steps, uint64_t records,
+                       uint64_t skipped) {
   // The same files read again, checked to be what was read the first time: a live job's trace
   // grows (or a neighbour replaces it) between the two reads.
-  const uint64_t records = rank.info.records;
-  const uint64_t skipped = rank.info.skipped;
-  analysis::digest_and_drop(
-      rank,
-      [paths = file.parts, keep_steps, records,
-       skipped](std::string& why) -> std::optional<model::RankTrace> {
+  return
+      [parts, keep_steps, records, skipped](std::string& why) -> std::optional<model::RankTrace> {
         std::vector<model::InputProblem> problems;
-        model::RankTrace again = trace::load_rank_parts(paths, problems, keep_steps);
+        model::RankTrace again = trace::load_rank_parts(parts, problems, keep_steps);
         if (again.info.records != records || again.info.skipped != skipped) {
           why = fmt::format("its trace changed while the report read it ({} records, then {})",
                             records, again.info.records);
@@ -45,7 +28,14 @@ void digest_rank(const trace::TraceFileEntry& file, model::RankTrace& rank, bool
         }
         timeline::link_recorded_gpu_work(again);
         return again;
-      });
+      };
+}
+
+void digest_rank(const trace::TraceFileEntry& file, model::RankTrace& rank, bool keep_steps) {
+  if (!analysis::records_are_one_whole_run(rank)) return;
+  timeline::link_recorded_gpu_work(rank);
+  analysis::digest_and_drop(
+      rank, reload_from(file.parts, keep_steps, rank.info.records, rank.info.skipped));
 }
 
 bool any_digested_in_windows(const model::JobTrace& job,

@@ -11,6 +11,10 @@
 // a window holds a digested rank (which the rule above rules out).
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "history/capture_windows.h"
@@ -18,6 +22,12 @@
 #include "trace/job_loader.h"
 
 namespace ncclwatch::pipeline {
+
+// RankDigest::reload: the rank read again from `parts` and linked, if it still has `records`
+// records of which `skipped` were rejected (the file is still the one digested).
+using ReloadRank = std::function<std::optional<model::RankTrace>(std::string& why)>;
+ReloadRank reload_from(const std::vector<std::string>& parts, bool keep_steps, uint64_t records,
+                       uint64_t skipped);
 
 // JobLoadOptions::on_rank. `keep_steps` as the load had it (a reload reads the rank the same).
 void digest_rank(const trace::TraceFileEntry& file, model::RankTrace& rank, bool keep_steps);

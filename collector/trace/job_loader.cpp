@@ -264,23 +264,38 @@ JobIndex index_job(const std::string& dir, const JobLoadOptions& options) {
 }
 
 model::JobTrace load_job(const std::string& dir, const JobLoadOptions& options) {
+  return load_indexed(dir, index_job(dir, options), options);
+}
+
+model::JobTrace load_indexed(const std::string& dir, JobIndex index, const JobLoadOptions& options,
+                             std::vector<std::optional<PreloadedRank>> preloaded,
+                             std::vector<PreloadedRank> extra) {
   model::JobTrace job;
-  JobIndex index = index_job(dir, options);
   job.job = index.job;
   job.problems = std::move(index.problems);
+  preloaded.resize(index.files.size());
 
   const std::size_t n = index.files.size();
   JobLoadProgress progress;
-  progress.files_total = n;
-  for (const auto& f : index.files) progress.records_total += f.records;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (preloaded[i]) continue;
+    ++progress.files_total;
+    progress.records_total += index.files[i].records;
+  }
 
   std::vector<model::RankTrace> ranks(n);
   std::vector<std::vector<model::InputProblem>> problems(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!preloaded[i]) continue;
+    ranks[i] = std::move(preloaded[i]->rank);
+    problems[i] = std::move(preloaded[i]->problems);
+  }
   std::atomic<std::size_t> done{0};
   const auto start = std::chrono::steady_clock::now();
   parallel_for(
       n, worker_count(options.threads),
       [&](std::size_t i) {
+        if (preloaded[i]) return;
         ranks[i] = load_rank_parts(index.files[i].parts, problems[i], options.keep_steps);
         if (options.on_rank) options.on_rank(index.files[i], ranks[i]);
         done.fetch_add(1, std::memory_order_relaxed);
@@ -296,6 +311,10 @@ model::JobTrace load_job(const std::string& dir, const JobLoadOptions& options) 
 
   for (auto& p : problems) {
     for (auto& line : p) job.problems.push_back(std::move(line));
+  }
+  for (PreloadedRank& e : extra) {
+    for (auto& line : e.problems) job.problems.push_back(std::move(line));
+    ranks.push_back(std::move(e.rank));
   }
   // Sorted by global rank, unknown ranks last, ties by file name (stable order).
   std::sort(ranks.begin(), ranks.end(), [](const model::RankTrace& a, const model::RankTrace& b) {

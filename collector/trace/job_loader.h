@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,5 +65,19 @@ JobIndex index_job(const std::string& dir, const JobLoadOptions& options = {});
 
 // Loads every rank of the chosen job. ranks are sorted by global rank, unknown ranks last.
 model::JobTrace load_job(const std::string& dir, const JobLoadOptions& options = {});
+
+// A rank that was read elsewhere (a node file: collector/reduce), with what its read said.
+struct PreloadedRank {
+  model::RankTrace rank;
+  std::vector<model::InputProblem> problems;
+};
+
+// load_job of an index made by index_job(dir): index.files[i] is read unless preloaded[i] holds
+// it (preloaded is empty or as long as index.files); `extra` ranks (of no file in the index) are
+// taken too. Problems come in index order, then the extra ranks', then the world's checks, as
+// load_job gives them.
+model::JobTrace load_indexed(const std::string& dir, JobIndex index, const JobLoadOptions& options,
+                             std::vector<std::optional<PreloadedRank>> preloaded = {},
+                             std::vector<PreloadedRank> extra = {});
 
 }  // namespace ncclwatch::trace

@@ -1,0 +1,139 @@
+// The node file's encoding of numbers and strings (collector/reduce/node_file.h): LEB128 varints,
+// zig-zag for signed values (timestamps are written as differences: small numbers, a byte or
+// three), doubles as their bits. ByteReader reads untrusted bytes: every read is checked against
+// what is left, a count is checked against the bytes its items need at the least before anything
+// is allocated for it, and the first failure stops the reader (ok() false, error() says where).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace ncclwatch::reduce {
+
+class ByteWriter {
+ public:
+  void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void varint(uint64_t v) {
+    while (v >= 0x80) {
+      out_.push_back(static_cast<char>((v & 0x7f) | 0x80));
+      v >>= 7;
+    }
+    out_.push_back(static_cast<char>(v));
+  }
+  void svarint(int64_t v) {
+    varint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));  // zig-zag
+  }
+  void f64(double v) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &v, sizeof bits);
+    fixed64(bits);
+  }
+  void fixed64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) out_.push_back(static_cast<char>(v >> (8 * i)));
+  }
+  void str(std::string_view s) {
+    varint(s.size());
+    out_.append(s);
+  }
+  // A trivially copyable struct as its bytes (format.h records: their layout is the trace
+  // format's, versioned with it).
+  template <class T>
+  void pod(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    out_.append(reinterpret_cast<const char*>(&v), sizeof v);
+  }
+
+  const std::string& bytes() const { return out_; }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+class ByteReader {
+ public:
+  explicit ByteReader(std::string_view bytes) : data_(bytes) {}
+
+  bool ok() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  std::size_t left() const { return data_.size() - at_; }
+  bool done() const { return at_ == data_.size(); }
+  // Stops the reader: what was read so far is all there is.
+  void fail(const std::string& why) {
+    if (error_.empty()) error_ = why + " at byte " + std::to_string(at_);
+    at_ = data_.size();
+  }
+
+  uint8_t u8() {
+    if (left() < 1) return truncated(), 0;
+    return static_cast<uint8_t>(data_[at_++]);
+  }
+  uint64_t varint() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (left() < 1) return truncated(), 0;
+      const auto b = static_cast<uint8_t>(data_[at_++]);
+      v |= static_cast<uint64_t>(b & 0x7f) << shift;
+      if ((b & 0x80) == 0) return v;
+    }
+    fail("a number longer than 64 bits");
+    return 0;
+  }
+  int64_t svarint() {
+    const uint64_t z = varint();
+    return static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1));
+  }
+  uint64_t fixed64() {
+    if (left() < 8) return truncated(), 0;
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i)
+      v |= static_cast<uint64_t>(static_cast<uint8_t>(data_[at_ + i])) << (8 * i);
+    at_ += 8;
+    return v;
+  }
+  double f64() {
+    const uint64_t bits = fixed64();
+    double v = 0;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+  }
+  std::string str() {
+    const uint64_t n = varint();
+    if (n > left()) return truncated(), std::string();
+    std::string s(data_.substr(at_, n));
+    at_ += n;
+    return s;
+  }
+  template <class T>
+  T pod() {
+    static_assert(std::is_trivially_copyable_v<T>);
+    T v{};
+    if (left() < sizeof v) return truncated(), v;
+    std::memcpy(&v, data_.data() + at_, sizeof v);
+    at_ += sizeof v;
+    return v;
+  }
+  // A count of items that take at least `min_bytes` each: refused (0, and the reader stops) when
+  // the bytes left cannot hold them, so a forged count never allocates.
+  std::size_t count(std::size_t min_bytes) {
+    const uint64_t n = varint();
+    if (min_bytes == 0) min_bytes = 1;
+    if (n > left() / min_bytes) {
+      fail("a count of " + std::to_string(n) + " items that the bytes left cannot hold");
+      return 0;
+    }
+    return static_cast<std::size_t>(n);
+  }
+
+ private:
+  void truncated() { fail("cut short"); }
+
+  std::string_view data_;
+  std::size_t at_ = 0;
+  std::string error_;
+};
+
+}  // namespace ncclwatch::reduce

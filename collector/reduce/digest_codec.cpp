@@ -1,0 +1,197 @@
+#include "reduce/digest_codec.h"
+
+#include <algorithm>
+
+namespace ncclwatch::reduce {
+namespace {
+
+// An interval set's spans: sorted, disjoint, not touching (IntervalSet's invariant). Each is
+// its gap after the previous end and its length, both positive.
+void write_set(ByteWriter& w, const analysis::IntervalSet& set) {
+  w.varint(set.size());
+  int64_t prev = 0;
+  bool first = true;
+  for (const analysis::Interval& s : set.spans()) {
+    if (first) {
+      w.svarint(s.begin);
+      first = false;
+    } else {
+      w.varint(static_cast<uint64_t>(s.begin - prev));
+    }
+    w.varint(static_cast<uint64_t>(s.end - s.begin));
+    prev = s.end;
+  }
+}
+
+bool read_set(ByteReader& r, analysis::IntervalSet& set) {
+  const std::size_t n = r.count(2);
+  std::vector<analysis::Interval> spans;
+  spans.reserve(n);
+  int64_t prev = 0;
+  for (std::size_t i = 0; i < n && r.ok(); ++i) {
+    const uint64_t gap = i == 0 ? 0 : r.varint();
+    const int64_t begin = i == 0 ? r.svarint() : prev + static_cast<int64_t>(gap);
+    const uint64_t length = r.varint();
+    if ((i > 0 && (gap == 0 || gap > INT64_MAX / 2)) || length == 0 || length > INT64_MAX / 2 ||
+        begin > INT64_MAX - static_cast<int64_t>(length) || (i > 0 && begin <= prev)) {
+      r.fail("an interval set whose spans are not sorted and disjoint");
+      return false;
+    }
+    spans.push_back({begin, begin + static_cast<int64_t>(length)});
+    prev = spans.back().end;
+  }
+  if (!r.ok()) return false;
+  set = analysis::IntervalSet::from_sorted(spans);
+  return true;
+}
+
+void write_step_kernels(ByteWriter& w, const analysis::StepKernels& k) {
+  write_intervals(w, k.step_windows);
+  w.varint(k.per_step.size());
+  for (int64_t n : k.per_step) w.svarint(n);
+  write_intervals(w, k.table_windows);
+  w.varint(k.table.windows);
+  w.varint(k.table.kernels.size());
+  for (const analysis::RankKernel& rk : k.table.kernels) {
+    w.str(rk.name);
+    w.u8(rk.nccl ? 1 : 0);
+    w.svarint(rk.total_ns);
+    w.varint(rk.calls);
+    w.f64(rk.sum_sq);
+    w.svarint(rk.window_ns);
+    w.varint(rk.window == SIZE_MAX ? 0 : rk.window + 1);
+  }
+}
+
+bool read_step_kernels(ByteReader& r, analysis::StepKernels& k) {
+  if (!read_intervals(r, k.step_windows)) return false;
+  k.per_step.resize(r.count(1));
+  for (int64_t& n : k.per_step) n = r.svarint();
+  if (!read_intervals(r, k.table_windows)) return false;
+  k.table.windows = r.varint();
+  k.table.kernels.resize(r.count(13));
+  for (analysis::RankKernel& rk : k.table.kernels) {
+    rk.name = r.str();
+    rk.nccl = r.u8() != 0;
+    rk.total_ns = r.svarint();
+    rk.calls = r.varint();
+    rk.sum_sq = r.f64();
+    rk.window_ns = r.svarint();
+    const uint64_t window = r.varint();
+    rk.window = window == 0 ? SIZE_MAX : static_cast<std::size_t>(window - 1);
+  }
+  return r.ok();
+}
+
+}  // namespace
+
+void write_intervals(ByteWriter& w, const std::vector<analysis::Interval>& spans) {
+  w.varint(spans.size());
+  int64_t prev = 0;
+  for (const analysis::Interval& s : spans) {
+    w.svarint(s.begin - prev);
+    w.svarint(s.end - s.begin);
+    prev = s.end;
+  }
+}
+
+bool read_intervals(ByteReader& r, std::vector<analysis::Interval>& out) {
+  out.resize(r.count(2));
+  int64_t prev = 0;
+  for (analysis::Interval& s : out) {
+    const int64_t gap = r.svarint();
+    const int64_t length = r.svarint();
+    // Bounded so that no sum below overflows: timestamps are far below 2^62 ns.
+    constexpr int64_t kLimit = INT64_C(1) << 62;
+    if (gap < -kLimit || gap > kLimit || length < -kLimit || length > kLimit || prev < -kLimit ||
+        prev > kLimit) {
+      r.fail("a window beyond any clock");
+      return false;
+    }
+    s.begin = prev + gap;
+    s.end = s.begin + length;
+    prev = s.end;
+  }
+  return r.ok();
+}
+
+void write_digest(ByteWriter& w, const analysis::RankDigest& d) {
+  const analysis::RankActivity& a = d.activity;
+  write_set(w, a.comm);
+  write_set(w, a.compute);
+  write_set(w, a.busy);
+  w.u8(static_cast<uint8_t>(a.source));
+  w.u8(a.has_compute ? 1 : 0);
+  w.svarint(a.first_ns);
+  w.svarint(a.last_ns - a.first_ns);
+  w.u8(d.compute_windows ? 1 : 0);
+  if (d.compute_windows) write_set(w, *d.compute_windows);
+  write_step_kernels(w, d.step_kernels);
+  w.varint(d.kernel_sample.size());
+  for (int64_t ns : d.kernel_sample) w.svarint(ns);
+}
+
+bool read_digest(ByteReader& r, analysis::RankDigest& d) {
+  analysis::RankActivity& a = d.activity;
+  if (!read_set(r, a.comm) || !read_set(r, a.compute) || !read_set(r, a.busy)) return false;
+  const uint8_t source = r.u8();
+  if (source > static_cast<uint8_t>(analysis::CommSource::kNoCommKernels)) {
+    r.fail("an unknown source of communication times");
+    return false;
+  }
+  a.source = static_cast<analysis::CommSource>(source);
+  a.has_compute = r.u8() != 0;
+  a.first_ns = r.svarint();
+  a.last_ns = a.first_ns + r.svarint();
+  if (r.u8() != 0) {
+    analysis::IntervalSet windows;
+    if (!read_set(r, windows)) return false;
+    d.compute_windows = std::move(windows);
+  }
+  if (!read_step_kernels(r, d.step_kernels)) return false;
+  const std::size_t samples = r.count(1);
+  if (samples > analysis::kKernelSamplePerRank) {
+    r.fail("a kernel sample larger than a digest takes");
+    return false;
+  }
+  d.kernel_sample.resize(samples);
+  for (int64_t& ns : d.kernel_sample) ns = r.svarint();
+  return r.ok();
+}
+
+void write_dropped(ByteWriter& w, const model::DroppedGpuRecords& d) {
+  w.varint(d.kernels);
+  w.varint(d.comm_kernels.size());
+  for (uint64_t n : d.comm_kernels) w.varint(n);
+  w.varint(d.launched_without_kernel.size());
+  uint64_t prev_comm = 0;
+  for (const auto& [comm, seq] : d.launched_without_kernel) {
+    w.fixed64(comm ^ prev_comm);  // sorted by comm: mostly 0, but ids are hashes (8 bytes)
+    w.varint(seq);
+    prev_comm = comm;
+  }
+}
+
+bool read_dropped(ByteReader& r, model::DroppedGpuRecords& d) {
+  d.kernels = r.varint();
+  const std::size_t families = r.count(1);
+  if (families != d.comm_kernels.size()) {
+    r.fail("a different number of communication-kernel families");
+    return false;
+  }
+  for (uint64_t& n : d.comm_kernels) n = r.varint();
+  d.launched_without_kernel.resize(r.count(9));
+  uint64_t prev_comm = 0;
+  for (auto& [comm, seq] : d.launched_without_kernel) {
+    comm = r.fixed64() ^ prev_comm;
+    const uint64_t s = r.varint();
+    if (s > UINT32_MAX) r.fail("a 32-bit sequence number beyond 32 bits");
+    seq = static_cast<uint32_t>(s);
+    prev_comm = comm;
+  }
+  if (r.ok() && !std::is_sorted(d.launched_without_kernel.begin(), d.launched_without_kernel.end()))
+    r.fail("launches without a kernel out of order");
+  return r.ok();
+}
+
+}  // namespace ncclwatch::reduce

@@ -1,0 +1,74 @@
+// A node file: what `ncclwatch reduce` keeps of one node's rank traces, for `ncclwatch report` to
+// merge instead of reading the traces (issue 24; docs/multi-node.md). Per rank: the RankTrace of
+// the report's lean load (collector/reduce/rank_codec.h), ~1-3 % of the trace's bytes.
+//
+// Layout (little-endian):
+//   NodeFileHeader (256 bytes, versioned)
+//   per rank: SectionHeader {kRankSection, bytes, FNV-1a of the bytes} + the rank's bytes
+//   SectionHeader {kEndSection, 0, ranks}: the file is whole
+// A file is written under a temporary name and renamed when whole, so a reader never sees one
+// being written; a cut or damaged file still gives every rank before the damage (each section
+// is checked on its own) and says what is wrong.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ncclwatch/format.h"
+#include "reduce/rank_codec.h"
+
+namespace ncclwatch::reduce {
+
+inline constexpr uint64_t kNodeFileMagic = 0x444F4E574C43434EULL;  // "NCCLWNOD" little-endian
+// Raised with any change of the layout or of what a rank holds (rank_codec.cpp, digest_codec.cpp);
+// a report reads only its own version (a node file is rebuilt from the traces in seconds).
+inline constexpr uint32_t kNodeFileVersion = 1;
+inline constexpr uint32_t kRankSection = 0x4B4E4152;  // "RANK"
+inline constexpr uint32_t kEndSection = 0x2E444E45;   // "END."
+// One rank's bytes at most (a rank of 10^8 calls is ~3 GB): a larger count is damage.
+inline constexpr uint64_t kMaxRankBytes = uint64_t{1} << 33;
+
+struct NodeFileHeader {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t header_bytes;  // sizeof(NodeFileHeader)
+  int64_t created_realtime_ns;
+  char job[format::kJobIdSize];      // NUL-terminated
+  char host[format::kHostNameSize];  // NUL-terminated: the host whose ranks these are
+  uint8_t reserved[104];
+};
+static_assert(sizeof(NodeFileHeader) == 256);
+
+struct SectionHeader {
+  uint32_t kind;  // kRankSection or kEndSection
+  uint32_t reserved;
+  uint64_t bytes;     // payload that follows (0 for the end)
+  uint64_t checksum;  // FNV-1a 64 of the payload; for the end: the number of rank sections
+};
+static_assert(sizeof(SectionHeader) == 24);
+
+// The checksum of a section's bytes (format::fnv1a64).
+uint64_t section_checksum(const std::string& bytes);
+
+// "ncclwatch.<host>.<job>.node": the characters a trace file name may not hold become '_'.
+std::string node_file_name(const std::string& host, const std::string& job);
+// Whether a directory entry's name is a node file's (the report looks at those only).
+bool is_node_file_name(const std::string& name);
+
+struct NodeFile {
+  std::string path;
+  std::string job;
+  std::string host;
+  int64_t created_realtime_ns = 0;
+  std::vector<NodeRank> ranks;
+  // What is wrong with the file ("" when nothing): every rank in `ranks` is still whole.
+  std::string problem;
+};
+
+// Reads the node file at `path`, which `report` found in `dir` (ranks' paths are put under
+// `dir`). nullopt-like: an empty `job` and `problem` set when the file is not a usable node file
+// at all (foreign, another version, unreadable).
+NodeFile read_node_file(const std::string& path, const std::string& dir);
+
+}  // namespace ncclwatch::reduce

@@ -1,0 +1,46 @@
+// `ncclwatch reduce DIR`: one node's rank traces -> its node file (node_file.h), run where the
+// traces are (one task per node: srun --ntasks-per-node=1, mpirun -npernode 1; docs/multi-node.md).
+// Each rank is read, its GPU records linked, digested and dropped as the report's lean load does
+// (pipeline/lean_load.h), and what is left is written. Ranks with capture windows are left to
+// their traces: a windowed report cuts each window out of the records.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/job_trace.h"
+
+namespace ncclwatch::reduce {
+
+struct ReduceOptions {
+  std::string job;         // "" = the job with the most ranks, as `report` chooses
+  std::string host;        // whose ranks (ProcessInfo::host, as the traces say)
+  bool all_hosts = false;  // every host in the directory, one node file each
+  unsigned threads = 0;    // 0: one per core
+};
+
+struct ReducedNode {
+  std::string host;
+  std::string path;       // the node file written ("" when none was: nothing to reduce)
+  std::size_t ranks = 0;  // ranks in it
+  std::vector<std::string> left_to_traces;  // trace files of ranks with capture windows
+  uint64_t records = 0;                     // trace records read
+  uint64_t trace_bytes = 0;                 // the sizes of the trace files reduced
+  uint64_t node_bytes = 0;
+};
+
+struct ReduceResult {
+  std::string job;
+  std::vector<ReducedNode> nodes;
+  std::vector<model::InputProblem> problems;  // the traces' (as `report` would list them)
+  std::string error;                          // nothing was written: why
+};
+
+ReduceResult reduce_directory(const std::string& dir, const ReduceOptions& options);
+
+// The host name the shim records for this machine: NCCLWATCH_HOST if set (read at start, before
+// any thread), else gethostname.
+std::string this_host();
+
+}  // namespace ncclwatch::reduce
