@@ -16,6 +16,8 @@
 #include "nsys/nsys_rep.h"
 #include "nsys/sqlite_file.h"
 #include "pipeline/lean_load.h"
+#include "pipeline/node_merge.h"
+#include "reduce/node_file.h"
 #include "trace/job_loader.h"
 
 namespace ncclwatch::pipeline {
@@ -23,7 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-enum class Content { kNcclwatchTrace, kKinetoLike, kSqlite, kOther, kUnreadable };
+enum class Content { kNcclwatchTrace, kNodeFile, kKinetoLike, kSqlite, kOther, kUnreadable };
 
 // What the first bytes of `path` say. Only a regular file is read (a FIFO or a device never is).
 // kUnreadable (and `error`, the errno) when it cannot be opened.
@@ -43,6 +45,7 @@ Content sniff(const std::string& path, int* error = nullptr) {
   uint64_t magic = 0;
   if (size >= sizeof magic) std::memcpy(&magic, head, sizeof magic);
   if (magic == format::kTraceMagic) return Content::kNcclwatchTrace;
+  if (magic == reduce::kNodeFileMagic) return Content::kNodeFile;   // `ncclwatch reduce`
   if (nsys::has_sqlite_magic(head, size)) return Content::kSqlite;  // an nsys export
   // gzip: a Kineto .json.gz (ncclwatch never compresses its traces; the Kineto loader checks
   // what is inside).
@@ -72,7 +75,7 @@ std::optional<InputKind> directory_kind(const std::string& dir, std::string& err
     std::error_code type_ec;
     if (it->symlink_status(type_ec).type() != fs::file_type::regular) continue;
     const Content c = sniff(it->path().string());
-    if (c == Content::kNcclwatchTrace) return InputKind::kNcclwatch;
+    if (c == Content::kNcclwatchTrace || c == Content::kNodeFile) return InputKind::kNcclwatch;
     kineto = kineto || (c == Content::kKinetoLike && kineto_name(it->path()));
     nsys_files = nsys_files || c == Content::kSqlite || nsys::is_report_name(it->path().string());
     trace_names = trace_names || it->path().extension() == ".trace";
@@ -132,8 +135,10 @@ std::optional<JobInput> detect_job_input(const std::vector<std::string>& paths,
         error = fmt::format("{}: cannot be read: {}", path, std::strerror(open_error));
         return std::nullopt;
       }
-      if (c == Content::kNcclwatchTrace) {
-        error = fmt::format("{} is one rank's ncclwatch trace: give its directory", path);
+      if (c == Content::kNcclwatchTrace || c == Content::kNodeFile) {
+        error = fmt::format("{} is {}: give its directory", path,
+                            c == Content::kNodeFile ? "one node's ncclwatch node file"
+                                                    : "one rank's ncclwatch trace");
         return std::nullopt;
       }
       if (c == Content::kSqlite || (c == Content::kOther && nsys::is_report_name(path))) {
@@ -183,7 +188,7 @@ model::JobTrace load_job_input(const JobInput& input, const JobLoadSettings& set
       digest_rank(file, rank, keep);
     };
   }
-  return trace::load_job(input.paths.at(0), options);
+  return load_traces_and_node_files(input.paths.at(0), options, settings.lean);
 }
 
 }  // namespace ncclwatch::pipeline

@@ -29,7 +29,7 @@ TEST_F(Cli, AloneItPrintsTheUsage) {
   EXPECT_EQ(r.rc, 2);  // a usage error: no command given (README)
   EXPECT_TRUE(has(r.out, "Usage: ncclwatch")) << r.out;
   for (const char* command :
-       {"run", "report", "diff", "status", "exporter", "collect", "dump", "topo", "demo"})
+       {"run", "report", "reduce", "diff", "status", "exporter", "collect", "dump", "topo", "demo"})
     EXPECT_TRUE(has(r.out, command)) << command << "\n" << r.out;
   EXPECT_EQ(r.err, "");
 }
@@ -38,7 +38,7 @@ TEST_F(Cli, AnUnknownCommandIsNamedWithTheCommands) {
   Result r = cli("reprot /tmp");
   EXPECT_EQ(r.rc, 2);
   EXPECT_TRUE(has(r.err, "unknown command 'reprot'")) << r.err;
-  EXPECT_TRUE(has(r.err, "collect, demo, diff, dump, exporter, report, run, status, topo"))
+  EXPECT_TRUE(has(r.err, "collect, demo, diff, dump, exporter, reduce, report, run, status, topo"))
       << r.err;
   EXPECT_FALSE(has(r.err, "A subcommand is required")) << r.err;
   expect_prefixed(r.err);
