@@ -17,6 +17,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "../support/node_note.h"
+
 namespace ncclwatch::scenarios {
 
 struct Scenario {
@@ -98,6 +100,76 @@ inline void expect_lean_report_is_whole(const std::string& dir) {
   EXPECT_TRUE(lean_json == file_text(dir + "-whole.json")) << dir << ": lean != whole JSON";
 }
 
+// `ncclwatch reduce DIR --all-hosts`: its exit status; its stdout in `out`.
+inline int reduce_of(const std::string& dir, std::string& out) {
+  const std::string path = dir + "-reduce.txt";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) _exit(98);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    std::vector<std::string> args = {NCCLWATCH_EXE, "reduce", dir, "--all-hosts"};
+    std::vector<char*> cargv;
+    for (auto& a : args) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    execv(cargv[0], cargv.data());
+    _exit(99);
+  }
+  int status = -1;
+  waitpid(pid, &status, 0);
+  out = file_text(path);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The report merged from node files (`ncclwatch reduce`) is the lean report but for the note
+// saying so: text and JSON, with the traces beside the node files and without them (the traces
+// stayed on their nodes). A run whose ranks all have capture windows has nothing to reduce.
+inline void expect_node_report_is_lean(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::string said;
+  ASSERT_EQ(reduce_of(dir, said), 0) << said;
+  std::vector<fs::path> node_files, traces;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() == ".node") node_files.push_back(e.path());
+    if (e.path().extension() == ".trace") traces.push_back(e.path());
+  }
+  if (node_files.empty()) {
+    EXPECT_NE(said.find("nothing to reduce"), std::string::npos) << said;
+    return;
+  }
+  const std::string lean = test_support::without_node_note(file_text(dir + "-lean.txt"));
+  const nlohmann::json lean_json = test_support::without_node_note(
+      nlohmann::json::parse(file_text(dir + "-lean.json"), nullptr, false));
+  // Without the traces one figure may differ, as docs/multi-node.md says: a rank that
+  // StepDetector::agree() gave the job's steps cannot have its compute kernels counted again
+  // under them; the report says so, and its verdicts stay those of the traces.
+  constexpr const char* kNotReadAgain = "its GPU records were dropped and cannot be read again";
+  const auto expect_same = [&](const std::string& name, bool traces_here) {
+    const std::string merged = report_of(dir, name, "lean");
+    EXPECT_NE(merged.find(test_support::kNodeFileNote), std::string::npos) << dir << ": " << name;
+    const nlohmann::json j =
+        nlohmann::json::parse(file_text(dir + "-" + name + ".json"), nullptr, false);
+    if (!traces_here && merged.find(kNotReadAgain) != std::string::npos) {
+      for (const char* verdict : {"stragglers", "hang", "desync", "incomplete"})
+        EXPECT_EQ(j[verdict], lean_json[verdict]) << dir << ": " << name << ": " << verdict;
+      for (const char* part : {"row", "severity"})
+        EXPECT_EQ(j["pattern"][part], lean_json["pattern"][part]) << dir << ": " << name;
+      return;
+    }
+    EXPECT_EQ(test_support::without_node_note(merged), lean) << dir << ": " << name;
+    EXPECT_TRUE(test_support::without_node_note(j) == lean_json)
+        << dir << ": " << name << " != lean JSON";
+  };
+  expect_same("node", true);
+  const fs::path away = dir + "-traces";
+  fs::create_directory(away);
+  for (const fs::path& t : traces) fs::rename(t, away / t.filename());
+  expect_same("node-alone", false);
+  for (const fs::path& t : traces) fs::rename(away / t.filename(), t);
+  for (const fs::path& n : node_files) fs::remove(n);
+}
+
 inline Result run_scenario(const Scenario& s) {
   static int counter = 0;
   Result r;
@@ -140,6 +212,7 @@ inline Result run_scenario(const Scenario& s) {
   EXPECT_TRUE(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0) << r.log;
   EXPECT_TRUE(r.report.is_object()) << r.log;
   expect_lean_report_is_whole(r.dir);
+  expect_node_report_is_lean(r.dir);
   return r;
 }
 

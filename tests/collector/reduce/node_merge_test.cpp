@@ -1,0 +1,190 @@
+// `ncclwatch reduce` then `report` (pipeline/node_merge.h): the report merged from node files is
+// the report from the traces but for the note saying so, with the traces beside the node files or
+// without them; a node file whose traces changed is not used for them (a problem line says so);
+// a node file planted as a symlink is never followed; ranks with capture windows stay with their
+// traces.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "node_note.h"
+#include "pipeline/report_job.h"
+#include "process.h"
+#include "reduce/node_reduce.h"
+#include "trace_fixture.h"
+
+namespace ncclwatch::reduce {
+namespace {
+
+using format::Func;
+using format::Record;
+namespace fs = std::filesystem;
+namespace tt = trace::testing;
+
+constexpr int64_t kMs = 1'000'000;
+constexpr int kSteps = 10;
+
+// Rank r of 4 (2 per host): per step a compute kernel, then an all-reduce with its launch link and
+// NCCL kernel; rank 3 computes 4 ms longer. `extra`: one more kernel at the end (a trace that
+// changed).
+std::vector<Record> rank_records(int r, bool window, bool extra = false) {
+  std::vector<Record> rs = {tt::make_identity(r, 4, r % 2, r % 2),
+                            tt::make_clock(kMs, 1'764'806'400 * 1'000'000'000LL, 10),
+                            tt::make_comm(0x42, 4, r, kMs)};
+  for (const Record& c : tt::make_string(1, "sgemm_kernel")) rs.push_back(c);
+  const int64_t slow = r == 3 ? 4 * kMs : 0;
+  for (int s = 0; s < kSteps; ++s) {
+    const int64_t t0 = 10 * kMs + s * 20 * kMs;
+    const auto seq = static_cast<uint32_t>(s);
+    const uint32_t corr = 100 + 2 * seq;
+    rs.push_back(tt::make_kernel(t0, t0 + 10 * kMs + slow, corr + 1, 1, false));
+    const int64_t enter = t0 + 11 * kMs + slow;
+    rs.push_back(tt::make_call(Func::kAllReduce, 0x42, seq, enter, enter + 50'000, 1 << 20));
+    rs.push_back(tt::make_link(enter + 10'000, 0x42, seq, corr));
+    rs.push_back(tt::make_kernel(enter + 20'000, t0 + 16 * kMs, corr, 0, true));
+  }
+  if (extra) rs.push_back(tt::make_kernel(900 * kMs, 901 * kMs, 999, 1, false));
+  if (window) {
+    const int64_t a = 10 * kMs + 4 * 20 * kMs, b = 10 * kMs + 8 * 20 * kMs;
+    rs.push_back(tt::make_window(format::WindowEvent::kOpen, 1, format::WindowTrigger::kOnDemand, a,
+                                 0, 4, 8));
+    rs.push_back(tt::make_window(format::WindowEvent::kClose, 1, format::WindowTrigger::kOnDemand,
+                                 a, b, 4, 8));
+  }
+  return rs;
+}
+
+std::string host_of(int r) {
+  return r < 2 ? "node-a" : "node-b";
+}
+
+void write_job(const std::string& dir, bool window = false) {
+  for (int r = 0; r < 4; ++r)
+    tt::write_rank(dir, "job", host_of(r), 100 + r, r, 4, rank_records(r, window));
+}
+
+// report_job's text and JSON without the node-file note (node_note.h); `note` gets the note's
+// line. Findings on one line each (COLUMNS: this test's threads are the only ones).
+std::string report(const std::string& dir, std::string* note = nullptr) {
+  setenv("COLUMNS", "100000", 1);
+  pipeline::ReportRequest req;
+  req.dir = dir;
+  req.json_path = dir + ".report.json";
+  req.progress = false;
+  req.unicode = false;
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  pipeline::report_job(req, out, err);
+  test_support::slurp(err);
+  const std::string text = test_support::slurp(out);
+  std::FILE* json = std::fopen(req.json_path.c_str(), "r");
+  const std::string json_text = json ? test_support::slurp(json) : "";
+  if (note != nullptr) {
+    const std::size_t at = text.find(test_support::kNodeFileNote);
+    *note = at == std::string::npos
+                ? ""
+                : text.substr(text.rfind('\n', at) + 1, text.find('\n', at) - text.rfind('\n', at));
+  }
+  return test_support::without_node_note(text) +
+         test_support::without_node_note(nlohmann::json::parse(json_text, nullptr, false)).dump(1);
+}
+
+ReduceResult reduce_all(const std::string& dir) {
+  ReduceOptions options;
+  options.all_hosts = true;
+  return reduce_directory(dir, options);
+}
+
+TEST(NodeMerge, TheMergedReportIsTheTracesReport) {
+  tt::TempDir dir;
+  write_job(dir.path());
+  const std::string traces = report(dir.path());
+  ASSERT_NE(traces.find("\"kernels_analysis\""), std::string::npos) << traces;
+  const ReduceResult reduced = reduce_all(dir.path());
+  ASSERT_EQ(reduced.error, "");
+  ASSERT_EQ(reduced.nodes.size(), 2u);
+  EXPECT_EQ(reduced.nodes[0].host, "node-a");
+  EXPECT_EQ(reduced.nodes[0].ranks, 2u);
+  EXPECT_GT(reduced.nodes[0].node_bytes, 0u);
+  EXPECT_LT(reduced.nodes[0].node_bytes, reduced.nodes[0].trace_bytes);
+  std::string note;
+  EXPECT_EQ(report(dir.path(), &note), traces);
+  EXPECT_NE(note.find("4 of 4 rank(s) read from node files (ncclwatch.node-a.job.node, "
+                      "ncclwatch.node-b.job.node)"),
+            std::string::npos)
+      << note;
+
+  // The traces stayed on their nodes: the node files alone.
+  tt::TempDir away;
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    if (e.path().extension() == ".trace")
+      fs::rename(e.path(), away.path() + "/" + e.path().filename().string());
+  }
+  note.clear();
+  EXPECT_EQ(report(dir.path(), &note), traces);
+  EXPECT_NE(note.find("4 of them without their trace here"), std::string::npos) << note;
+}
+
+TEST(NodeMerge, ARankWhoseTraceChangedIsReadFromItsTrace) {
+  tt::TempDir dir;
+  write_job(dir.path());
+  ASSERT_EQ(reduce_all(dir.path()).error, "");
+  tt::write_rank(dir.path(), "job", host_of(1), 101, 1, 4, rank_records(1, false, true));
+  std::string note;
+  const std::string merged = report(dir.path(), &note);
+  EXPECT_NE(note.find("3 of 4 rank(s)"), std::string::npos) << note;
+  EXPECT_NE(merged.find("node file is stale"), std::string::npos) << merged;
+  // Reduced again, the node files serve every rank.
+  ASSERT_EQ(reduce_all(dir.path()).error, "");
+  note.clear();
+  EXPECT_EQ(report(dir.path(), &note).find("stale"), std::string::npos);
+  EXPECT_NE(note.find("4 of 4 rank(s)"), std::string::npos) << note;
+}
+
+TEST(NodeMerge, RanksWithCaptureWindowsStayWithTheirTraces) {
+  tt::TempDir dir;
+  write_job(dir.path(), true);
+  const ReduceResult reduced = reduce_all(dir.path());
+  ASSERT_EQ(reduced.error, "");
+  ASSERT_EQ(reduced.nodes.size(), 2u);
+  EXPECT_EQ(reduced.nodes[0].path, "");
+  EXPECT_EQ(reduced.nodes[0].left_to_traces.size(), 2u);
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    EXPECT_NE(e.path().extension(), ".node") << e.path();
+}
+
+TEST(NodeMerge, AHostNotInTheDirectoryIsNamedWithThoseThatAre) {
+  tt::TempDir dir;
+  write_job(dir.path());
+  ReduceOptions options;
+  options.host = "node-z";
+  const ReduceResult r = reduce_directory(dir.path(), options);
+  EXPECT_NE(r.error.find("no rank trace of host 'node-z'"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("node-a (2 ranks), node-b (2 ranks)"), std::string::npos) << r.error;
+  options.host = "node-b";
+  const ReduceResult b = reduce_directory(dir.path(), options);
+  ASSERT_EQ(b.error, "");
+  ASSERT_EQ(b.nodes.size(), 1u);
+  EXPECT_EQ(b.nodes[0].ranks, 2u);
+}
+
+TEST(NodeMerge, APlantedSymlinkIsNotFollowed) {
+  tt::TempDir dir, elsewhere;
+  write_job(elsewhere.path());
+  ASSERT_EQ(reduce_all(elsewhere.path()).error, "");
+  write_job(dir.path());
+  const std::string traces = report(dir.path());
+  const std::string link = dir.path() + "/ncclwatch.node-a.job.node";
+  ASSERT_EQ(symlink((elsewhere.path() + "/ncclwatch.node-a.job.node").c_str(), link.c_str()), 0);
+  std::string note;
+  const std::string merged = report(dir.path(), &note);
+  EXPECT_EQ(note, "");
+  EXPECT_NE(merged.find("skipped: a symbolic link (not followed)"), std::string::npos) << merged;
+}
+
+}  // namespace
+}  // namespace ncclwatch::reduce

@@ -1,0 +1,207 @@
+// A node file's rank (reduce/rank_codec.h) is the digested rank, field for field: the analyses
+// give the same report from decoded ranks on every job of the verdict matrix; and bytes that are
+// not a whole rank are refused, never read past.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "analysis/analyze.h"
+#include "analysis/rank_digest.h"
+#include "reduce/byte_codec.h"
+#include "reduce/rank_codec.h"
+#include "scenario_matrix.h"
+
+namespace ncclwatch::reduce {
+namespace {
+
+using analysis::testing::Kind;
+using analysis::testing::Noise;
+
+std::string everything(const model::Report& r) {
+  std::string out = r.json.dump();
+  for (const model::Section& s : r.sections) out += "\n# " + s.title + "\n" + s.body;
+  for (const model::Finding& f : r.findings)
+    out += "\n* " + std::to_string(static_cast<int>(f.severity)) + " " + f.source + " " + f.text;
+  return out;
+}
+
+model::JobTrace digested(const model::JobTrace& job) {
+  model::JobTrace out = job;
+  for (model::RankTrace& r : out.ranks) analysis::digest_and_drop(r, nullptr);
+  return out;
+}
+
+// Every rank through the codec (problems and identity too), as a node file carries it.
+model::JobTrace through_codec(const model::JobTrace& job, std::size_t& bytes) {
+  model::JobTrace out = job;
+  for (model::RankTrace& r : out.ranks) {
+    NodeRank node;
+    node.rank = r;
+    node.trace = {{"ncclwatch.h.1.trace", "ncclwatch.h.1.1.trace"}, 1, -5, 7, 123};
+    node.problems = {{"/d/ncclwatch.h.1.trace", "truncated"}, {"elsewhere", "x"}};
+    const std::string encoded = encode_rank(node, "/d");
+    bytes += encoded.size();
+    NodeRank back;
+    std::string error;
+    EXPECT_TRUE(decode_rank(encoded, "/d", back, error)) << error;
+    EXPECT_EQ(back.trace, node.trace);
+    EXPECT_EQ(back.problems.size(), 2u);
+    if (back.problems.size() == 2) {
+      EXPECT_EQ(back.problems[0].source, "/d/ncclwatch.h.1.trace");
+      EXPECT_EQ(back.problems[1].source, "elsewhere");
+    }
+    EXPECT_EQ(back.rank.info.source, r.info.source);
+    EXPECT_EQ(back.rank.calls.size(), r.calls.size());
+    r = std::move(back.rank);
+  }
+  return out;
+}
+
+analysis::testing::SimJob simulated(Kind kind, Noise noise, bool host_only, uint64_t seed) {
+  analysis::testing::ScenarioSpec spec;
+  spec.kind = kind;
+  spec.noise = noise;
+  spec.noise_frac = noise == Noise::kNone ? 0.0 : 0.10;
+  spec.host_only = host_only;
+  spec.ranks = 8;
+  spec.per_host = 2;
+  spec.seed = seed;
+  return analysis::testing::simulate(analysis::testing::make_scenario(spec).params);
+}
+
+TEST(RankCodec, DecodedRanksGiveTheSameReportOnTheVerdictMatrix) {
+  int jobs = 0;
+  for (Kind kind : analysis::testing::kAllKinds) {
+    for (Noise noise : {Noise::kNone, Noise::kJitter, Noise::kGc, Noise::kContention}) {
+      for (bool host_only : {false, true}) {
+        const analysis::testing::SimJob sim = simulated(kind, noise, host_only, 3);
+        const model::JobTrace lean = digested(sim.job);
+        std::size_t bytes = 0;
+        const model::JobTrace decoded = through_codec(lean, bytes);
+        model::Report a, b;
+        analysis::analyze(lean, sim.match, sim.clocks, a);
+        analysis::analyze(decoded, sim.match, sim.clocks, b, 2);
+        EXPECT_EQ(everything(a), everything(b))
+            << analysis::testing::to_string(kind) << " " << analysis::testing::to_string(noise)
+            << (host_only ? " host-only" : " GPU");
+        EXPECT_GT(bytes, 0u);
+        ++jobs;
+      }
+    }
+  }
+  EXPECT_EQ(jobs, 64);
+}
+
+TEST(RankCodec, EveryFieldOfACallSurvives) {
+  NodeRank node;
+  model::CallEvent c;
+  c.enter_ns = 1'000'000'123;
+  c.exit_ns = 1'000'050'000;
+  c.comm_id = 0xfedcba9876543210ULL;
+  c.seq = 1ULL << 40;
+  c.count = 123456789;
+  c.stream = 0xdeadbeef;
+  c.peer = -1;
+  c.group_id = 77;
+  c.kernel = -1;
+  c.func = format::Func::kReduceScatter;
+  c.datatype = 9;
+  c.redop = 3;
+  c.result = -2;
+  c.flags = model::kCallNeverReturned;
+  c.gpu_start_ns = 1'000'010'000;
+  c.gpu_end_ns = 1'000'090'000;
+  model::CallEvent d = c;
+  d.enter_ns = c.enter_ns;  // an equal time: calls of one instant
+  d.seq = 3;                // a step back on the same comm (another comm's seq interleaved)
+  d.gpu_start_ns = d.gpu_end_ns = 0;
+  node.rank.calls = {c, d};
+  NodeRank back;
+  std::string error;
+  ASSERT_TRUE(decode_rank(encode_rank(node, ""), "", back, error)) << error;
+  ASSERT_EQ(back.rank.calls.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    const model::CallEvent& x = node.rank.calls[i];
+    const model::CallEvent& y = back.rank.calls[i];
+    EXPECT_EQ(x.enter_ns, y.enter_ns);
+    EXPECT_EQ(x.exit_ns, y.exit_ns);
+    EXPECT_EQ(x.comm_id, y.comm_id);
+    EXPECT_EQ(x.seq, y.seq);
+    EXPECT_EQ(x.count, y.count);
+    EXPECT_EQ(x.stream, y.stream);
+    EXPECT_EQ(x.peer, y.peer);
+    EXPECT_EQ(x.group_id, y.group_id);
+    EXPECT_EQ(x.kernel, y.kernel);
+    EXPECT_EQ(x.func, y.func);
+    EXPECT_EQ(x.datatype, y.datatype);
+    EXPECT_EQ(x.redop, y.redop);
+    EXPECT_EQ(x.result, y.result);
+    EXPECT_EQ(x.flags, y.flags);
+    EXPECT_EQ(x.gpu_start_ns, y.gpu_start_ns);
+    EXPECT_EQ(x.gpu_end_ns, y.gpu_end_ns);
+  }
+}
+
+TEST(RankCodec, CallsOutOfOrderAreRefused) {
+  NodeRank node;
+  model::CallEvent a, b;
+  a.enter_ns = 10;
+  b.enter_ns = 5;
+  node.rank.calls = {a, b};
+  NodeRank back;
+  std::string error;
+  EXPECT_FALSE(decode_rank(encode_rank(node, ""), "", back, error));
+  EXPECT_NE(error.find("out of order"), std::string::npos) << error;
+}
+
+TEST(RankCodec, ANameThatIsAPathIsRefused) {
+  NodeRank node;
+  node.trace.parts = {"../../etc/passwd"};
+  NodeRank back;
+  std::string error;
+  EXPECT_FALSE(decode_rank(encode_rank(node, ""), "", back, error));
+}
+
+// Every cut and many flipped bytes of a real rank: refused or read, never past the bytes (the
+// ASan build runs this too), never a count that allocates beyond them.
+TEST(RankCodec, DamagedBytesAreRefusedOrReadWithinBounds) {
+  const analysis::testing::SimJob sim = simulated(Kind::kSlowGpu, Noise::kJitter, false, 5);
+  NodeRank node;
+  node.rank = digested(sim.job).ranks[1];
+  node.trace.parts = {"ncclwatch.h.2.trace"};
+  const std::string bytes = encode_rank(node, "");
+  NodeRank back;
+  std::string error;
+  ASSERT_TRUE(decode_rank(bytes, "", back, error)) << error;
+  int refused = 0;
+  for (std::size_t cut = 0; cut < bytes.size(); cut += 1 + cut / 64) {
+    refused += !decode_rank(std::string_view(bytes).substr(0, cut), "", back, error);
+  }
+  EXPECT_GT(refused, 0);
+  std::mt19937_64 rng(42);
+  for (int i = 0; i < 2000; ++i) {
+    std::string damaged = bytes;
+    for (int k = 0; k < 4; ++k) damaged[rng() % damaged.size()] = static_cast<char>(rng() & 0xff);
+    decode_rank(damaged, "", back, error);  // either way: no crash, no runaway allocation
+  }
+}
+
+TEST(ByteCodec, NumbersRoundTripAndACountBeyondTheBytesIsRefused) {
+  ByteWriter w;
+  for (int64_t v : {INT64_MIN, int64_t{-1}, int64_t{0}, int64_t{1}, INT64_MAX}) w.svarint(v);
+  w.varint(UINT64_MAX);
+  w.f64(-0.1);
+  w.varint(1'000'000);  // a count with nothing after it
+  ByteReader r(w.bytes());
+  for (int64_t v : {INT64_MIN, int64_t{-1}, int64_t{0}, int64_t{1}, INT64_MAX})
+    EXPECT_EQ(r.svarint(), v);
+  EXPECT_EQ(r.varint(), UINT64_MAX);
+  EXPECT_EQ(r.f64(), -0.1);
+  EXPECT_EQ(r.count(1), 0u);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("cannot hold"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ncclwatch::reduce
