@@ -201,7 +201,7 @@ void TrainingTimeline::plan_alone(int rank, int step, int64_t start, RankStep& o
     k.name = i >= compute ? static_cast<uint32_t>(family)
                           : static_cast<uint32_t>((i % 4) + (i >= forward_kernels_ ? 4 : 0));
     if (i < compute) {
-      k.start = std::max(gpu, k.launch_exit + kGpuLatencyNs);
+      k.start = std::max(gpu + (i > 0 ? job_.kernel_gap_ns : 0), k.launch_exit + kGpuLatencyNs);
       k.end = k.start + d;
       gpu = k.end;
       if (keep_kernels) out.compute.push_back(k);

@@ -38,6 +38,10 @@ struct TrainingJob {
   int stall_rank = 2;  // -1: none; stalls stall_ns on the host before every stall_every-th step
   int stall_every = 10;
   int64_t stall_ns = 30'000'000;
+  // GPU idle between consecutive compute kernels of a step (0: back to back). Real GPU-bound
+  // training has a few µs between kernels (PyTorch-profiler traces: as many idle gaps as kernels),
+  // which makes every kernel its own span of GPU time: what a rank's digest keeps grows with it.
+  int64_t kernel_gap_ns = 0;
 };
 
 // One kernel on one rank: the host's launch and the GPU interval (true time: no host offsets).
