@@ -105,14 +105,13 @@ RankOverlap OverlapAnalysis::of_rank(const model::RankTrace& rank, std::size_t r
   Cursor steps_cursor;
   r.steps.reserve(plan.steps.size());
   for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+    const Interval window = plan.steps[i];
     StepOverlap st;
-    st.index = i;
-    st.window = plan.steps[i];
+    st.index = static_cast<uint32_t>(i);
     st.warmup = i < plan.warmup;
-    st.totals = measure(s, st.window, steps_cursor);
+    st.totals = measure(s, window, steps_cursor);
     if (compute_windows)
-      st.sampled =
-          compute_windows->length_within(st.window.begin, st.window.end) == st.window.length();
+      st.sampled = compute_windows->length_within(window.begin, window.end) == window.length();
     r.steps.push_back(st);
   }
   if (compute_windows) {

@@ -40,13 +40,14 @@ struct OverlapTotals {
   int64_t idle_ns() const { return window_ns - busy_ns; }
 };
 
+// One per rank-step, for the job's life: 80 bytes (its window is the plan's step `index`).
 struct StepOverlap {
-  std::size_t index = 0;
-  Interval window;
+  uint32_t index = 0;
   bool warmup = false;
   bool sampled = true;  // compute kernels recorded over its whole window (NCCLWATCH_KERNELS)
   OverlapTotals totals;
 };
+static_assert(sizeof(StepOverlap) == 80, "see the comment above StepOverlap");
 
 struct RankOverlap {
   std::size_t rank_index = 0;

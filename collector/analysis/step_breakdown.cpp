@@ -140,8 +140,7 @@ RankBreakdown StepBreakdownAnalysis::of_rank(const model::RankTrace& rank, std::
   for (std::size_t i = 0; i < windows.size(); ++i) {
     const Interval w = windows[i];
     StepBreakdown s;
-    s.index = i;
-    s.window = w;
+    s.index = static_cast<uint32_t>(i);
     s.warmup = r.steps_found && i < plan.warmup;
     s.partial = r.steps_found && plan.last_partial && i + 1 == plan.steps.size();
     StepTimes& t = s.times;

@@ -66,14 +66,15 @@ struct StepTimes {
   StepTimes& operator+=(const StepTimes& o);
 };
 
+// One per rank-step, for the job's life: 104 bytes (its window is windows_of(plan)[index]).
 struct StepBreakdown {
-  std::size_t index = 0;
-  Interval window;  // rank clock
+  uint32_t index = 0;
   bool warmup = false;
   bool sampled = true;   // compute kernels recorded over its whole window (NCCLWATCH_KERNELS)
   bool partial = false;  // StepPlan::last_partial: the last step, missing its tail
   StepTimes times;
 };
+static_assert(sizeof(StepBreakdown) == 104, "see the comment above StepBreakdown");
 
 struct RankBreakdown {
   std::size_t rank_index = 0;

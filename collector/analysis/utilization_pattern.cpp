@@ -50,7 +50,7 @@ std::vector<std::size_t> save_spikes(const std::vector<const RankBreakdown*>& ra
   // Per step index (vectors, not maps: a lookup per rank x step was most of judge()).
   std::size_t nsteps = 0;
   for (const RankBreakdown* r : ranks) {
-    for (const StepBreakdown& s : r->steps) nsteps = std::max(nsteps, s.index + 1);
+    for (const StepBreakdown& s : r->steps) nsteps = std::max(nsteps, std::size_t{s.index} + 1);
   }
   std::vector<std::size_t> count(nsteps, 0);  // step -> ranks spiking there
   std::vector<std::size_t> seen(nsteps, 0);   // step -> ranks with it as a steady step
@@ -272,7 +272,7 @@ std::size_t first_steady_step(const std::vector<const RankBreakdown*>& gpu) {
   for (const RankBreakdown* r : gpu) {
     for (const StepBreakdown& s : r->steps) {
       if (measured(s)) {
-        first = std::min(first, s.index);
+        first = std::min(first, std::size_t{s.index});
         break;
       }
     }
