@@ -1,6 +1,7 @@
 #include "analysis/straggler_stats.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -51,15 +52,19 @@ class Exposure {
   std::vector<double> rank_;
 };
 
-// Per member of a used instance, what the instance says about it (pass 1, per instance).
-struct MemberFacts {
-  uint32_t instance = 0;
-  int64_t caused_ns = 0;          // its share of the waiting in that instance (0: none)
-  int64_t exposed_caused_ns = 0;  // ... of the part of it that compute did not hide
-};
+// Adds `ns` > 0 to a sum that other chunks of pass 1 add to at the same time. Saturating sums of
+// positive terms are min(sum, INT64_MAX) in any order, so the result does not depend on theirs.
+void add_shared(int64_t& sum, int64_t ns) {
+  std::atomic_ref<int64_t> shared(sum);
+  int64_t seen = shared.load(std::memory_order_relaxed);
+  while (!shared.compare_exchange_weak(seen, sat_add(seen, ns), std::memory_order_relaxed)) {
+  }
+}
 
-// Pass 1 over one instance: who caused how much of the waiting (Shapley split), the steady
-// waiting, and the host roll-up counts, into `hosts` (this chunk's own counters).
+// Pass 1 over one instance: who caused how much of the waiting (Shapley split), added straight
+// to the ranks' sums (not kept per member: that was 24 bytes per call of every rank, at the
+// analyses' peak), the steady waiting, and the host roll-up counts, into `hosts` (this chunk's
+// own counters); and each member's instance.
 struct InstancePass {
   const model::MatchResult& match;
   const Arrivals& arrivals;
@@ -67,6 +72,8 @@ struct InstancePass {
   const std::vector<uint32_t>& host_of;
   const std::vector<std::size_t>& nsteps;  // per rank: its plan's step count
   const Exposure& exposure;
+  std::vector<RankArrivalStats>& ranks;  // inflicted_wait_ns, exposed_inflicted_ns (and per step)
+  std::vector<uint32_t>& instance_of;    // per member index
 
   // Step of member m's call in its own rank's plan, -1 outside any step.
   int32_t step_of(const model::InstanceMember& mem) const {
@@ -81,13 +88,25 @@ struct InstancePass {
     return exposure.of(mem.rank_index, step_of(mem));
   }
 
-  void run(std::size_t i, std::vector<MemberFacts>& facts, int64_t& steady_wait,
-           std::vector<HostArrivalStats>& hosts, std::vector<std::size_t>& host_stamp,
-           std::vector<uint32_t>& hosts_present) const {
+  // What member m caused in its instance: `caused_ns` of the waiting, `exposed_ns` of it exposed.
+  void add_caused(std::size_t m, int64_t caused_ns, int64_t exposed_ns) const {
+    const model::InstanceMember& mem = match.members[m];
+    RankArrivalStats& s = ranks[mem.rank_index];
+    if (caused_ns > 0) add_shared(s.inflicted_wait_ns, caused_ns);
+    if (exposed_ns > 0) {
+      add_shared(s.exposed_inflicted_ns, exposed_ns);
+      const int32_t step = step_of(mem);
+      if (step >= 0)
+        add_shared(s.step_exposed_inflicted_ns[static_cast<std::size_t>(step)], exposed_ns);
+    }
+  }
+
+  void run(std::size_t i, int64_t& steady_wait, std::vector<HostArrivalStats>& hosts,
+           std::vector<std::size_t>& host_stamp, std::vector<uint32_t>& hosts_present) const {
     const InstanceArrival& ia = arrivals.instances[i];
     const model::CollectiveInstance& inst = match.instances[i];
     const std::size_t first = inst.first_member, n = inst.nmembers, end = first + n;
-    for (std::size_t m = first; m < end; ++m) facts[m] = {static_cast<uint32_t>(i), 0, 0};
+    for (std::size_t m = first; m < end; ++m) instance_of[m] = static_cast<uint32_t>(i);
     // Who caused the waiting: between consecutive arrivals a(k) < a(k+1), the k+1 members
     // already there wait for the n-k-1 still missing, who share that interval's cost equally
     // (the Shapley split of the "wait for the last" game). One late rank gets all of it; two
@@ -104,9 +123,8 @@ struct InstancePass {
       waiting_exposure += exposure_of(match.members[first + order[k - 1]]);
       caused += gap * static_cast<double>(k) / static_cast<double>(n - k);
       exposed += gap * waiting_exposure / static_cast<double>(n - k);
-      MemberFacts& f = facts[first + order[k]];
-      if (caused > 0) f.caused_ns = static_cast<int64_t>(std::min(caused, 9.2e18));
-      if (exposed > 0) f.exposed_caused_ns = static_cast<int64_t>(std::min(exposed, 9.2e18));
+      add_caused(first + order[k], caused > 0 ? static_cast<int64_t>(std::min(caused, 9.2e18)) : 0,
+                 exposed > 0 ? static_cast<int64_t>(std::min(exposed, 9.2e18)) : 0);
     }
     const int32_t step = step_of(match.members[first]);
     if (step >= 0 &&
@@ -159,7 +177,8 @@ struct RankLayout {
   std::vector<uint32_t> host_of;        // per rank: index into ArrivalStats::hosts
   std::vector<std::size_t> nsteps;      // per rank: its plan's step count
   std::vector<std::size_t> rank_begin;  // by_rank[rank_begin[r] .. rank_begin[r + 1]): rank r
-  std::vector<std::size_t> by_rank;     // member indices
+  // Member indices (32 bits, as CollectiveInstance::first_member): one per call of every rank.
+  std::vector<uint32_t> by_rank;
 };
 
 // Fills out.ranks' identity and out.hosts; returns each rank's host id and step count.
@@ -180,6 +199,7 @@ void identify_ranks(const model::JobTrace& job, const std::vector<RankOverlap>& 
     layout.host_of[r] = it->second;
     out.hosts[it->second].rank_indices.push_back(r);
     if (r < overlaps.size()) layout.nsteps[r] = overlaps[r].plan.steps.size();
+    s.step_exposed_inflicted_ns.assign(layout.nsteps[r], 0);  // pass 1 adds to it
   }
 }
 
@@ -201,15 +221,13 @@ void group_members_by_rank(const model::MatchResult& match, const Arrivals& arri
     if (!arrivals.instances[i].used) continue;
     const model::CollectiveInstance& inst = match.instances[i];
     for (std::size_t m = inst.first_member; m < inst.first_member + inst.nmembers; ++m)
-      layout.by_rank[fill[match.members[m].rank_index]++] = m;
+      layout.by_rank[fill[match.members[m].rank_index]++] = static_cast<uint32_t>(m);
   }
 }
 
 // Pass 1: chunks of instances, each with its own host counters and steady-wait sum, combined in
-// chunk order. Returns the facts per member.
-std::vector<MemberFacts> run_instance_pass(const InstancePass& pass, std::size_t nmembers,
-                                           unsigned workers, ArrivalStats& out) {
-  std::vector<MemberFacts> facts(nmembers);
+// chunk order.
+void run_instance_pass(const InstancePass& pass, unsigned workers, ArrivalStats& out) {
   const std::size_t ninst = pass.match.instances.size();
   const std::size_t nchunks = std::min<std::size_t>(ninst, std::size_t{4} * workers);
   struct Chunk {
@@ -224,7 +242,7 @@ std::vector<MemberFacts> run_instance_pass(const InstancePass& pass, std::size_t
     std::vector<uint32_t> hosts_present;
     for (std::size_t i = c * ninst / nchunks; i < (c + 1) * ninst / nchunks; ++i) {
       if (pass.arrivals.instances[i].used)
-        pass.run(i, facts, ch.steady_wait, ch.hosts, host_stamp, hosts_present);
+        pass.run(i, ch.steady_wait, ch.hosts, host_stamp, hosts_present);
     }
   });
   for (const Chunk& ch : chunks) {
@@ -235,7 +253,6 @@ std::vector<MemberFacts> run_instance_pass(const InstancePass& pass, std::size_t
       out.hosts[h].last += ch.hosts[h].last;
     }
   }
-  return facts;
 }
 
 // First call index of each of a rank's steps: a collective's position within its step.
@@ -252,19 +269,17 @@ std::vector<uint32_t> step_first_calls(const RankOverlap* overlap, std::size_t k
   return first;
 }
 
-// Pass 2 for one rank, over its own members in instance order: its sums, its lateness samples,
-// its worst lateness per step (the first of equal ones).
+// Pass 2 for one rank, over its own members in instance order: its other sums, its lateness
+// samples, its worst lateness per step (the first of equal ones).
 struct RankPass {
   const InstancePass& pass;
   const RankLayout& layout;
-  const std::vector<MemberFacts>& facts;
 
   void run(std::size_t r, RankArrivalStats& s) const {
     const std::size_t k_steps = layout.nsteps[r];
     s.step_lateness_ns.assign(k_steps, std::numeric_limits<int64_t>::min());
     s.step_late_ordinal.assign(k_steps, 0);
     s.step_late_func.assign(k_steps, format::Func::kAllReduce);
-    s.step_exposed_inflicted_ns.assign(k_steps, 0);
     const std::vector<uint32_t> step_first_call =
         step_first_calls(k_steps ? &pass.overlaps[r] : nullptr, k_steps);
     std::vector<int64_t> lateness;
@@ -283,9 +298,9 @@ struct RankPass {
     const model::MatchResult& match = pass.match;
     const Arrivals& arrivals = pass.arrivals;
     const model::InstanceMember& mem = match.members[m];
-    const MemberFacts& f = facts[m];
-    const model::CollectiveInstance& inst = match.instances[f.instance];
-    const InstanceArrival& ia = arrivals.instances[f.instance];
+    const uint32_t i = pass.instance_of[m];
+    const model::CollectiveInstance& inst = match.instances[i];
+    const InstanceArrival& ia = arrivals.instances[i];
     const int64_t late = sat_sub(arrivals.member_ns[m], ia.median_ns);
     ++s.instances;
     const auto func = static_cast<std::size_t>(inst.func);
@@ -302,14 +317,6 @@ struct RankPass {
     s.lateness_sum_ns = sat_add(s.lateness_sum_ns, late);
     lateness.push_back(late);
     const int32_t step = pass.step_of(mem);
-    if (f.caused_ns > 0) s.inflicted_wait_ns = sat_add(s.inflicted_wait_ns, f.caused_ns);
-    if (f.exposed_caused_ns > 0) {
-      s.exposed_inflicted_ns = sat_add(s.exposed_inflicted_ns, f.exposed_caused_ns);
-      if (step >= 0) {
-        auto& si = s.step_exposed_inflicted_ns[static_cast<std::size_t>(step)];
-        si = sat_add(si, f.exposed_caused_ns);
-      }
-    }
     if (step >= 0 && late > s.step_lateness_ns[static_cast<std::size_t>(step)]) {
       const auto k = static_cast<std::size_t>(step);
       s.step_lateness_ns[k] = late;
@@ -324,9 +331,10 @@ struct RankPass {
 
 }  // namespace
 
-// Two passes, each parallel and each combined in a fixed order, so the result does not depend on
-// the worker count: pass 1 per chunk of instances (what each instance says about its members and
-// hosts), pass 2 per rank over that rank's own members in instance order.
+// Two passes, each parallel, so that the result does not depend on the worker count: pass 1 per
+// chunk of instances (what each instance says about its members, in sums whose order does not
+// matter, and its hosts, combined in chunk order), pass 2 per rank over that rank's own members
+// in instance order.
 ArrivalStats ArrivalStats::of(const model::JobTrace& job, const model::MatchResult& match,
                               const Arrivals& arrivals, const std::vector<RankOverlap>& overlaps,
                               unsigned workers) {
@@ -336,10 +344,11 @@ ArrivalStats ArrivalStats::of(const model::JobTrace& job, const model::MatchResu
   identify_ranks(job, overlaps, out, layout);
   group_members_by_rank(match, arrivals, nranks, layout);
   const Exposure exposure(overlaps);
-  const InstancePass pass{match, arrivals, overlaps, layout.host_of, layout.nsteps, exposure};
-  const std::vector<MemberFacts> facts =
-      run_instance_pass(pass, match.members.size(), workers, out);
-  const RankPass rank_pass{pass, layout, facts};
+  std::vector<uint32_t> instance_of(match.members.size());
+  const InstancePass pass{match,         arrivals, overlaps,  layout.host_of,
+                          layout.nsteps, exposure, out.ranks, instance_of};
+  run_instance_pass(pass, workers, out);
+  const RankPass rank_pass{pass, layout};
   trace::parallel_for(nranks, workers, [&](std::size_t r) { rank_pass.run(r, out.ranks[r]); });
   std::vector<int64_t> spreads;
   for (const RankArrivalStats& s : out.ranks) {

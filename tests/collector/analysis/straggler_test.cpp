@@ -7,6 +7,10 @@
 
 #include "analysis/analyze.h"
 #include "analysis/arrivals.h"
+#include "analysis/overlap.h"
+#include "analysis/rank_activity.h"
+#include "analysis/step_plan.h"
+#include "analysis/straggler_stats.h"
 #include "analysis/straggler_verdict.h"
 #include "ddp_sim.h"
 
@@ -267,6 +271,67 @@ TEST(Arrivals, TimestampsNearInt64LimitsSaturateInsteadOfOverflowing) {
   m.instances[0].nmembers = 3;
   const StragglerResult r = StragglerResult::of(job, m, clocks, a, {});
   EXPECT_LE(r.stragglers.size(), 1u);
+}
+
+// Each rank's inflicted waits are summed by the instance chunks of ArrivalStats::of's first pass
+// as they go, on whichever worker: the sums (per rank and per step) must not depend on the
+// worker count.
+TEST(ArrivalStats, InflictedWaitsDoNotDependOnTheWorkers) {
+  auto p = base();
+  p.steps = 40;
+  p.ranks[2].compute_scale = 1.2;
+  p.ranks[1].spike_every = 3;
+  p.ranks[1].spike_ns = 2'000'000;
+  const auto s = testing::simulate(p);
+  const Arrivals a = Arrivals::of(s.job, s.match, s.clocks, 2000);
+  const std::vector<IntervalSet> waits = peer_wait_sets(s.job, s.match, s.clocks, a);
+  std::vector<RankOverlap> overlaps;
+  for (std::size_t i = 0; i < s.job.ranks.size(); ++i) {
+    const RankActivity act = RankActivity::of(s.job.ranks[i]);
+    overlaps.push_back(OverlapAnalysis::of_rank(
+        s.job.ranks[i], i, act, StepDetector::detect(s.job.ranks[i], act.first_ns, act.last_ns),
+        waits[i]));
+  }
+  const ArrivalStats one = ArrivalStats::of(s.job, s.match, a, overlaps, 1);
+  ASSERT_GT(one.ranks[2].exposed_inflicted_ns, 0);
+  for (unsigned workers : {2u, 3u, 7u}) {
+    const ArrivalStats many = ArrivalStats::of(s.job, s.match, a, overlaps, workers);
+    for (std::size_t r = 0; r < one.ranks.size(); ++r) {
+      EXPECT_EQ(many.ranks[r].inflicted_wait_ns, one.ranks[r].inflicted_wait_ns) << r;
+      EXPECT_EQ(many.ranks[r].exposed_inflicted_ns, one.ranks[r].exposed_inflicted_ns) << r;
+      EXPECT_EQ(many.ranks[r].step_exposed_inflicted_ns, one.ranks[r].step_exposed_inflicted_ns)
+          << r;
+    }
+  }
+}
+
+TEST(ArrivalStats, InflictedWaitSaturatesAcrossChunks) {
+  // Eight instances whose last rank each inflicts ~2^63 ns: the sum clamps at INT64_MAX whatever
+  // chunks (workers) the instances were summed in, and whichever order those sums came in.
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  model::JobTrace job;
+  job.ranks.resize(3);
+  model::MatchResult m;
+  for (uint32_t k = 0; k < 8; ++k) {
+    const int64_t enters[3] = {kMax - 10, kMin + 10, 0};
+    for (uint32_t r = 0; r < 3; ++r) {
+      model::CallEvent c;
+      c.func = format::Func::kAllReduce;
+      c.enter_ns = enters[r];
+      job.ranks[r].calls.push_back(c);
+      m.members.push_back({r, k});
+    }
+    m.instances.push_back({1, k, format::Func::kAllReduce, 4, 3 * k, 3, 3});
+  }
+  model::ClockAlignment clocks;
+  clocks.rank_offset_ns = {0, 0, 0};
+  const Arrivals a = Arrivals::of(job, m, clocks, 2000);
+  for (unsigned workers : {1u, 2u, 8u}) {
+    const ArrivalStats st = ArrivalStats::of(job, m, a, {}, workers);
+    EXPECT_EQ(st.ranks[0].inflicted_wait_ns, kMax) << workers;
+    EXPECT_EQ(st.ranks[1].inflicted_wait_ns, 0) << workers;
+  }
 }
 
 }  // namespace
