@@ -1,5 +1,7 @@
 #include "analysis/analyze.h"
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,11 +53,17 @@ void analyze(const model::JobTrace& job, const model::MatchResult& match,
   const unsigned workers = trace::worker_count(threads);
   const std::size_t n = job.ranks.size();
   const DataSupport support = DataSupport::of(job, match);
-  const Arrivals arrivals = Arrivals::of(job, match, clocks, default_tie_ns(clocks), workers);
-  const std::vector<IntervalSet> waits = peer_wait_sets(job, match, clocks, arrivals);
+  // The arrivals (~100 bytes per rank-step) are measured twice: for the waits, then again for
+  // the straggler verdict, so that they and the waits are never in memory together with the
+  // per-rank results (the analyses' peak; Arrivals::of is a small part of their time).
+  const int64_t tie_ns = default_tie_ns(clocks);
+  std::vector<IntervalSet> waits =
+      peer_wait_sets(job, match, clocks, Arrivals::of(job, match, clocks, tie_ns, workers));
 
   // Everything that looks at one rank alone: most of the work, and independent across ranks.
-  std::vector<RankActivity> activities(n);
+  // Each rank's activity is its digest's (not copied: ~65 bytes per rank-step), or computed here.
+  std::vector<const RankActivity*> activities(n);
+  std::vector<RankActivity> computed_activities(n);
   std::vector<RankOverlap> overlaps(n);
   std::vector<RankBreakdown> breakdowns(n);
   std::vector<nlohmann::json> breakdown_rows(n);
@@ -63,53 +71,65 @@ void analyze(const model::JobTrace& job, const model::MatchResult& match,
   std::vector<Interval> bounds(n);
   trace::parallel_for(n, workers, [&](std::size_t i) {
     const model::RankTrace& rank = job.ranks[i];
-    activities[i] = rank.digest ? rank.digest->activity : RankActivity::of(rank);
-    bounds[i] = {activities[i].first_ns, activities[i].last_ns};
+    if (rank.digest) {
+      activities[i] = &rank.digest->activity;
+    } else {
+      computed_activities[i] = RankActivity::of(rank);
+      activities[i] = &computed_activities[i];
+    }
+    bounds[i] = {activities[i]->first_ns, activities[i]->last_ns};
     plans[i] = StepDetector::detect(rank, bounds[i].begin, bounds[i].end);
   });
   StepDetector::agree(job, bounds, plans);
   // What the steps need of the GPU records: from each rank's digest (or its records).
-  std::vector<StepKernels> step_kernels(n);
+  std::vector<std::shared_ptr<const StepKernels>> step_kernels(n);
   std::vector<std::string> unread(n);
   trace::parallel_for(n, workers, [&](std::size_t i) {
     step_kernels[i] = step_kernels_for(job.ranks[i], plans[i], unread[i]);
   });
   trace::parallel_for(n, workers, [&](std::size_t i) {
     const model::RankTrace& rank = job.ranks[i];
-    const RankActivity& a = activities[i];
+    const RankActivity& a = *activities[i];
     const std::optional<IntervalSet>& windows = support.ranks[i].compute_windows;
     const IntervalSet* compute_windows = windows ? &*windows : nullptr;
     overlaps[i] =
         OverlapAnalysis::of_rank(rank, i, a, std::move(plans[i]), waits[i], compute_windows);
     breakdowns[i] = StepBreakdownAnalysis::of_rank(rank, i, a, overlaps[i].plan, waits[i],
-                                                   compute_windows, &step_kernels[i].per_step);
+                                                   compute_windows, &step_kernels[i]->per_step);
     breakdown_rows[i] = StepBreakdownReport::rank_json(breakdowns[i], n);
   });
-
-  // The straggler verdict (the longest pass left) beside the job-wide tables.
-  StragglerResult stragglers;
-  std::vector<BucketRow> buckets;
-  std::vector<CrossNodeComm> cross_node;
   std::vector<const StepPlan*> plan_of;  // each rank's plan, now held by its RankOverlap
   plan_of.reserve(n);
   for (const RankOverlap& o : overlaps) plan_of.push_back(&o.plan);
+  // The swimlanes are the waits' last use: drawn now, the waits go before the straggler verdict.
+  std::vector<StepLanes> lanes = StepSwimlanes::draw(job, clocks, activities, plan_of, waits);
+  std::vector<IntervalSet>().swap(waits);
+
+  // The straggler verdict (the longest pass left) beside the job-wide tables.
+  std::optional<Arrivals> arrivals = Arrivals::of(job, match, clocks, tie_ns, workers);
+  StragglerResult stragglers;
+  std::vector<BucketRow> buckets;
+  std::vector<CrossNodeComm> cross_node;
   trace::parallel_for(2, workers, [&](std::size_t task) {
     if (task == 0) {
-      stragglers = StragglerResult::of(job, match, clocks, arrivals, overlaps, workers);
+      stragglers = StragglerResult::of(job, match, clocks, *arrivals, overlaps, workers);
       return;
     }
     buckets = BucketTable::of(job, overlaps, activities);
     cross_node = CrossNodeComm::find(job, activities, plan_of);
   });
+  arrivals.reset();  // the verdict was their last use
   support.gate(stragglers.stragglers);
+  StepSwimlanes::mark_stragglers(job, stragglers, lanes);
   const PatternVerdict verdict = PatternVerdict::judge(job, breakdowns, stragglers);
   // The shape behind the verdict, drawn: the curve, its sparkline, one step on every rank.
   const UtilizationCurve curve =
       UtilizationCurve::of(job, clocks, activities, plan_of, verdict, stragglers, workers);
-  const std::vector<StepLanes> lanes =
-      StepSwimlanes::of(job, clocks, activities, plan_of, waits, stragglers);
   std::vector<RankKernels> kernel_parts(n);
-  for (std::size_t i = 0; i < n; ++i) kernel_parts[i] = std::move(step_kernels[i].table);
+  for (std::size_t i = 0; i < n; ++i) {
+    kernel_parts[i] = step_kernels[i]->table;
+    step_kernels[i].reset();
+  }
   const KernelTable kernels = KernelTable::merge(kernel_parts);
 
   // Every finding carries its cost; the renderers order them by it (model::ordered_findings).

@@ -36,7 +36,7 @@ double BucketRow::exposed_ns_sd() const {
 
 std::vector<BucketRow> BucketTable::of(const model::JobTrace& job,
                                        const std::vector<RankOverlap>& overlaps,
-                                       const std::vector<RankActivity>& activities) {
+                                       const std::vector<const RankActivity*>& activities) {
   using Key = std::tuple<uint64_t, std::size_t, uint64_t>;  // comm, ordinal, bytes
   std::unordered_map<Key, std::size_t, KeyHash> index;
   std::vector<BucketRow> rows;
@@ -83,7 +83,7 @@ std::vector<BucketRow> BucketTable::of(const model::JobTrace& job,
       BucketRow& row = rows[it->second];
       ++row.occurrences;
       row.gpu_ns += c.gpu_end_ns - c.gpu_start_ns;
-      const IntervalSet& compute = activities[r].compute;
+      const IntervalSet& compute = activities[r]->compute;
       if (i > 0 && c.gpu_start_ns < rank.calls[i - 1].gpu_start_ns) cursor = 0;  // not in order
       const int64_t gpu = c.gpu_end_ns - c.gpu_start_ns;
       const int64_t under = compute.length_within(c.gpu_start_ns, c.gpu_end_ns, cursor);

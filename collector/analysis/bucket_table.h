@@ -45,7 +45,7 @@ class BucketTable {
   // ones that repeat every step, not a one-off all-reduce (loss logging, evaluation, ...).
   static std::vector<BucketRow> of(const model::JobTrace& job,
                                    const std::vector<RankOverlap>& overlaps,
-                                   const std::vector<RankActivity>& activities);
+                                   const std::vector<const RankActivity*>& activities);
 };
 
 }  // namespace ncclwatch::analysis

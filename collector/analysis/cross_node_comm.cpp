@@ -73,7 +73,7 @@ class ComputeCursor {
 }  // namespace
 
 std::vector<CrossNodeComm> CrossNodeComm::find(const model::JobTrace& job,
-                                               const std::vector<RankActivity>& activities,
+                                               const std::vector<const RankActivity*>& activities,
                                                const std::vector<const StepPlan*>& plans) {
   std::map<uint64_t, CommMembers> comms;
   for (std::size_t i = 0; i < job.ranks.size(); ++i) {
@@ -98,7 +98,7 @@ std::vector<CrossNodeComm> CrossNodeComm::find(const model::JobTrace& job,
     std::size_t pairs = 0, interleaved = 0;
     for (std::size_t i : m.rank_indices) {
       if (i >= activities.size() || i >= plans.size() || plans[i] == nullptr) continue;
-      const RankActivity& a = activities[i];
+      const RankActivity& a = *activities[i];
       const StepPlan& plan = *plans[i];
       if (!a.has_compute || plan.steady_steps() == 0) continue;
       const model::RankTrace& rank = job.ranks[i];

@@ -39,7 +39,7 @@ struct CrossNodeComm {
   bool tensor_parallel_like = false;
 
   static std::vector<CrossNodeComm> find(const model::JobTrace& job,
-                                         const std::vector<RankActivity>& activities,
+                                         const std::vector<const RankActivity*>& activities,
                                          const std::vector<const StepPlan*>& plans);
 };
 

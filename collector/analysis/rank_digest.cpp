@@ -89,18 +89,20 @@ void digest_and_drop(model::RankTrace& rank,
   std::vector<format::CollGpuRecord>().swap(rank.coll_gpu);
 }
 
-StepKernels step_kernels_for(const model::RankTrace& rank, const StepPlan& plan, std::string& why) {
-  if (!rank.digest) return StepKernels::of(rank, plan);
-  if (rank.digest->step_kernels.fits(plan)) return rank.digest->step_kernels;
+std::shared_ptr<const StepKernels> step_kernels_for(const model::RankTrace& rank,
+                                                    const StepPlan& plan, std::string& why) {
+  if (!rank.digest) return std::make_shared<const StepKernels>(StepKernels::of(rank, plan));
+  if (rank.digest->step_kernels.fits(plan))  // the digest's, kept alive with it
+    return std::shared_ptr<const StepKernels>(rank.digest, &rank.digest->step_kernels);
   if (rank.digest->reload) {
     if (std::optional<model::RankTrace> whole = rank.digest->reload(why))
-      return StepKernels::of(*whole, plan);
+      return std::make_shared<const StepKernels>(StepKernels::of(*whole, plan));
   } else {
     why = "its GPU records were dropped and cannot be read again";
   }
-  StepKernels none;
-  none.step_windows = StepBreakdownAnalysis::windows_of(plan);
-  none.table_windows = KernelTable::windows_of(plan);
+  auto none = std::make_shared<StepKernels>();
+  none->step_windows = StepBreakdownAnalysis::windows_of(plan);
+  none->table_windows = KernelTable::windows_of(plan);
   return none;
 }
 

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -70,9 +71,10 @@ model::DroppedGpuRecords dropped_records_of(const model::RankTrace& rank);
 void digest_and_drop(model::RankTrace& rank,
                      std::function<std::optional<model::RankTrace>(std::string& why)> reload);
 
-// The rank's compute kernels per window under `plan`: from its digest when that was taken under
-// these windows, else counted from its GPU records (read again when they were dropped; when that
-// fails, none, and `why` says so).
-StepKernels step_kernels_for(const model::RankTrace& rank, const StepPlan& plan, std::string& why);
+// The rank's compute kernels per window under `plan`: its digest's own (shared, not copied: a copy
+// is ~40 bytes per rank-step) when that was taken under these windows, else counted from its GPU
+// records (read again when they were dropped; when that fails, none, and `why` says so).
+std::shared_ptr<const StepKernels> step_kernels_for(const model::RankTrace& rank,
+                                                    const StepPlan& plan, std::string& why);
 
 }  // namespace ncclwatch::analysis

@@ -52,9 +52,9 @@ std::vector<std::array<uint32_t, 3>> runs_of(const std::vector<uint8_t>& states)
 }
 
 StepLanes lanes_of(const model::JobTrace& job, const model::ClockAlignment& clocks,
-                   const std::vector<RankActivity>& activities,
+                   const std::vector<const RankActivity*>& activities,
                    const std::vector<IntervalSet>& waits, const std::vector<std::size_t>& order,
-                   const JobStep& step, const StragglerResult& stragglers) {
+                   const JobStep& step) {
   StepLanes l;
   l.step = step.index + 1;
   l.begin_ns = step.first_begin_ns;
@@ -62,10 +62,7 @@ StepLanes lanes_of(const model::JobTrace& job, const model::ClockAlignment& cloc
   l.step_ns = step.length();
   l.bins = kLaneBins;
   const TimeBins bins = TimeBins::exact(l.begin_ns, l.end_ns, kLaneBins);
-  std::set<std::size_t> late;
-  std::set<std::string> late_hosts;
-  for (const Straggler& s : stragglers.stragglers) late.insert(s.rank_index);
-  for (const NodeProblem& n : stragglers.nodes) late_hosts.insert(n.host);
+  l.order = order;
   const std::size_t n = order.size(), groups = std::min(n, kMaxLaneRows);
   l.rows_aggregated = groups < n;
   for (std::size_t g = 0; g < groups; ++g) {
@@ -81,10 +78,9 @@ StepLanes lanes_of(const model::JobTrace& job, const model::ClockAlignment& cloc
         row.host = rt.info.host;
       }
       row.last_rank = rt.info.rank;
-      row.straggler = row.straggler || late.count(i) || late_hosts.count(rt.info.host);
       const IntervalSet none;
       const std::vector<uint8_t> s =
-          rank_states(activities[i], i < waits.size() ? waits[i] : none, clocks.at(i), bins);
+          rank_states(*activities[i], i < waits.size() ? waits[i] : none, clocks.at(i), bins);
       for (std::size_t bin = 0; bin < s.size(); ++bin) ++votes[bin][s[bin]];
     }
     row.ranks = b - a;
@@ -117,16 +113,15 @@ const char* to_string(LaneState s) {
   return "idle";
 }
 
-std::vector<StepLanes> StepSwimlanes::of(const model::JobTrace& job,
-                                         const model::ClockAlignment& clocks,
-                                         const std::vector<RankActivity>& activities,
-                                         const std::vector<const StepPlan*>& plans,
-                                         const std::vector<IntervalSet>& waits,
-                                         const StragglerResult& stragglers) {
+std::vector<StepLanes> StepSwimlanes::draw(const model::JobTrace& job,
+                                           const model::ClockAlignment& clocks,
+                                           const std::vector<const RankActivity*>& activities,
+                                           const std::vector<const StepPlan*>& plans,
+                                           const std::vector<IntervalSet>& waits) {
   std::vector<std::size_t> gpu;
   std::vector<const StepPlan*> gpu_plans(plans.size(), nullptr);
   for (std::size_t i = 0; i < activities.size() && i < job.ranks.size(); ++i) {
-    if (!has_kernel_timeline(activities[i])) continue;
+    if (!has_kernel_timeline(*activities[i])) continue;
     gpu.push_back(i);
     if (i < plans.size()) gpu_plans[i] = plans[i];
   }
@@ -143,14 +138,31 @@ std::vector<StepLanes> StepSwimlanes::of(const model::JobTrace& job,
   const JobStep* worst = by_length.back();
   const std::vector<std::size_t> order = host_order(job, gpu);
   std::vector<StepLanes> out;
-  out.push_back(lanes_of(job, clocks, activities, waits, order, *representative, stragglers));
+  out.push_back(lanes_of(job, clocks, activities, waits, order, *representative));
   out.back().why = "representative";
   // The worst step only when it stands out (2 % longer): else it is one more steady step.
   if (worst != representative && 50 * worst->length() > 51 * representative->length()) {
-    out.push_back(lanes_of(job, clocks, activities, waits, order, *worst, stragglers));
+    out.push_back(lanes_of(job, clocks, activities, waits, order, *worst));
     out.back().why = "worst";
   }
   return out;
+}
+
+void StepSwimlanes::mark_stragglers(const model::JobTrace& job, const StragglerResult& stragglers,
+                                    std::vector<StepLanes>& lanes) {
+  std::set<std::size_t> late;
+  std::set<std::string> late_hosts;
+  for (const Straggler& s : stragglers.stragglers) late.insert(s.rank_index);
+  for (const NodeProblem& n : stragglers.nodes) late_hosts.insert(n.host);
+  for (StepLanes& l : lanes) {
+    std::size_t k = 0;
+    for (LaneRow& row : l.rows) {
+      for (const std::size_t end = k + row.ranks; k < end && k < l.order.size(); ++k) {
+        const std::size_t i = l.order[k];
+        row.straggler = row.straggler || late.count(i) || late_hosts.count(job.ranks[i].info.host);
+      }
+    }
+  }
 }
 
 }  // namespace ncclwatch::analysis

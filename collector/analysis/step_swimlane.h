@@ -55,16 +55,23 @@ struct StepLanes {
   std::size_t bins = 0;
   std::vector<LaneRow> rows;
   bool rows_aggregated = false;
+  // Rank indices in row order: row g holds the next rows[g].ranks of them (for mark_stragglers).
+  std::vector<std::size_t> order;
 };
 
 class StepSwimlanes {
  public:
-  // `plans` and `waits` (peer-wait sets, arrivals.h) per rank index, rank clock.
-  static std::vector<StepLanes> of(const model::JobTrace& job, const model::ClockAlignment& clocks,
-                                   const std::vector<RankActivity>& activities,
-                                   const std::vector<const StepPlan*>& plans,
-                                   const std::vector<IntervalSet>& waits,
-                                   const StragglerResult& stragglers);
+  // `plans` and `waits` (peer-wait sets, arrivals.h) per rank index, rank clock. The rows are not
+  // marked yet: drawn before the straggler verdict, the waits can be freed before it runs (they
+  // are ~130 bytes per rank-step, and the verdict's pass is where the analyses peak).
+  static std::vector<StepLanes> draw(const model::JobTrace& job,
+                                     const model::ClockAlignment& clocks,
+                                     const std::vector<const RankActivity*>& activities,
+                                     const std::vector<const StepPlan*>& plans,
+                                     const std::vector<IntervalSet>& waits);
+  // Marks each row that holds a straggler or a rank of a late node.
+  static void mark_stragglers(const model::JobTrace& job, const StragglerResult& stragglers,
+                              std::vector<StepLanes>& lanes);
 };
 
 }  // namespace ncclwatch::analysis

@@ -237,7 +237,7 @@ std::vector<std::size_t> host_order(const model::JobTrace& job,
 
 UtilizationCurve UtilizationCurve::of(const model::JobTrace& job,
                                       const model::ClockAlignment& clocks,
-                                      const std::vector<RankActivity>& activities,
+                                      const std::vector<const RankActivity*>& activities,
                                       const std::vector<const StepPlan*>& plans,
                                       const PatternVerdict& verdict,
                                       const StragglerResult& stragglers, unsigned threads) {
@@ -247,7 +247,7 @@ UtilizationCurve UtilizationCurve::of(const model::JobTrace& job,
   std::vector<const StepPlan*> gpu_plans(plans.size(), nullptr);
   int64_t begin = INT64_MAX, end = INT64_MIN;
   for (std::size_t i = 0; i < activities.size() && i < job.ranks.size(); ++i) {
-    const RankActivity& a = activities[i];
+    const RankActivity& a = *activities[i];
     if (!has_kernel_timeline(a)) continue;
     RankInput r{i, clocks.at(i), a.comm.unite(a.compute), &a.compute, &a.comm};
     if (r.kernels.empty()) continue;

@@ -103,7 +103,7 @@ struct UtilizationCurve {
   // `plans` per rank index; `verdict` names the stall/checkpoint steps; `stragglers` the rows to
   // highlight. `threads` as analyze().
   static UtilizationCurve of(const model::JobTrace& job, const model::ClockAlignment& clocks,
-                             const std::vector<RankActivity>& activities,
+                             const std::vector<const RankActivity*>& activities,
                              const std::vector<const StepPlan*>& plans,
                              const PatternVerdict& verdict, const StragglerResult& stragglers,
                              unsigned threads);
