@@ -7,13 +7,22 @@
 // steps at fixed ranks and ranks at fixed steps. Each job is deleted after use; a size the disk
 // cannot hold (free space, --max-disk-gb) is skipped and said so.
 //
-//   ncclwatch_scale_bench --ncclwatch PATH [--ranks R --steps S] [--kernels K] [--buckets B]
-//                         [--ranks-per-host H] [--dir DIR] [--max-disk-gb G] [--keep]
+//   ncclwatch_scale_bench --ncclwatch PATH [--ranks R --steps S | --points RxS,RxS,...]
+//                         [--kernels K] [--buckets B] [--ranks-per-host H] [--dir DIR]
+//                         [--max-disk-gb G] [--keep]
 //
-// Without --ranks/--steps the grid is 64 ranks x {100, 200, 400, 800} steps and {16, 64, 256, 512}
-// ranks x 100 steps (at most 2.6 GiB of trace at a time with the default 400 kernels and 8
-// buckets per step). The report reads from the page cache (the files were just written, and
-// synced so that no writeback competes with it).
+// Without --ranks/--steps or --points the grid is 64 ranks x {100, 200, 400, 800} steps and
+// {16, 64, 256, 512} ranks x 100 steps (at most 2.6 GiB of trace at a time with the default 400
+// kernels and 8 buckets per step). The report reads from the page cache (the files were just
+// written, and synced so that no writeback competes with it).
+//
+// The peak RSS, and the highest RSS while analysing, are then fitted as fixed + per rank + per
+// rank-step + per JSON row, and the 4,096 x 1,000 estimate is the higher of the two: the
+// breakdown's per_step JSON rows are bounded for the whole job (StepBreakdownReport::
+// per_step_limit), so a fit linear in rank-steps overstates big jobs, and their text makes the
+// peak of small jobs (writing the report) while big ones peak while analysing. The points must
+// tell the rows from the rank-steps (some with the rows at their bound: more rank-steps than
+// 65,536); else the rows count as rank-steps and the estimate says that it overstates.
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -23,6 +32,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -33,6 +43,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/step_breakdown_report.h"
 #include "training_rank_writer.h"
 #include "training_timeline.h"
 
@@ -52,6 +63,7 @@ struct Args {
   std::string dir;
   double max_disk_gb = 3.0;
   bool keep = false;
+  std::vector<std::pair<int, int>> points;  // --points: (ranks, steps)
 };
 
 struct Point {
@@ -286,14 +298,104 @@ bool fit(const std::vector<std::pair<double, double>>& xy, double& a, double& b)
   return true;
 }
 
+// Least squares y = sum_k c[k] x[k] (normal equations, Gaussian elimination with partial
+// pivoting); false when the points do not determine every coefficient (fewer points than terms,
+// or two terms that move together over them).
+bool fit_terms(const std::vector<std::vector<double>>& x, const std::vector<double>& y,
+               std::vector<double>& c) {
+  const std::size_t k = x.empty() ? 0 : x[0].size();
+  if (k == 0 || x.size() < k) return false;
+  // Each term scaled to its largest value, so the pivots compare like with like.
+  std::vector<double> scale(k, 0.0);
+  for (const auto& row : x)
+    for (std::size_t j = 0; j < k; ++j) scale[j] = std::max(scale[j], std::abs(row[j]));
+  std::vector<std::vector<double>> m(k, std::vector<double>(k + 1, 0.0));
+  for (std::size_t p = 0; p < x.size(); ++p) {
+    for (std::size_t i = 0; i < k; ++i) {
+      const double xi = scale[i] > 0 ? x[p][i] / scale[i] : 0.0;
+      for (std::size_t j = 0; j < k; ++j) m[i][j] += xi * (scale[j] > 0 ? x[p][j] / scale[j] : 0.0);
+      m[i][k] += xi * y[p];
+    }
+  }
+  for (std::size_t col = 0; col < k; ++col) {
+    std::size_t pivot = col;
+    for (std::size_t r = col + 1; r < k; ++r)
+      if (std::abs(m[r][col]) > std::abs(m[pivot][col])) pivot = r;
+    if (std::abs(m[pivot][col]) < 1e-9 * static_cast<double>(x.size())) return false;
+    std::swap(m[col], m[pivot]);
+    for (std::size_t r = 0; r < k; ++r) {
+      if (r == col) continue;
+      const double f = m[r][col] / m[col][col];
+      for (std::size_t j = col; j <= k; ++j) m[r][j] -= f * m[col][j];
+    }
+  }
+  c.assign(k, 0.0);
+  for (std::size_t j = 0; j < k; ++j) c[j] = m[j][k] / m[j][j] / scale[j];
+  return true;
+}
+
+// The breakdown's per_step JSON rows of a job: each rank keeps min(steps, per_step_limit(ranks))
+// (warm-up steps included in the bound, step_breakdown_report.h).
+double json_rows(int ranks, int steps) {
+  const std::size_t limit =
+      ncclwatch::analysis::StepBreakdownReport::per_step_limit(static_cast<std::size_t>(ranks));
+  return static_cast<double>(ranks) *
+         static_cast<double>(std::min(static_cast<std::size_t>(steps), limit));
+}
+
+// The highest RSS sampled in `stage` ("": the peak, ru_maxrss); 0 when the run did not show it.
+double rss_in(const Point& p, const std::string& stage) {
+  if (stage.empty()) return p.peak_rss;
+  for (const auto& [name, rss] : p.stages)
+    if (name == stage) return rss;
+  return 0;
+}
+
+// RSS = fixed + per rank x ranks + per rank-step x rank-steps + per row x JSON rows, fitted on
+// the peak or on one stage's highest sample.
+struct PeakModel {
+  bool rows_apart = false;  // the rows were told from the rank-steps (else counted as them)
+  bool all_capped = false;  // ... they were not, but every point had them at their bound
+  double fixed = 0, per_rank = 0, per_rank_step = 0, per_row = 0;
+
+  static bool of(const std::vector<Point>& points, const std::string& stage, PeakModel& m) {
+    std::vector<std::vector<double>> x4, x3;
+    std::vector<double> y;
+    bool capped = false, all_capped = true;
+    for (const auto& p : points) {
+      if (!p.ran || rss_in(p, stage) <= 0) continue;
+      const double rs = static_cast<double>(p.ranks) * p.steps, rows = json_rows(p.ranks, p.steps);
+      capped = capped || rows < rs;
+      all_capped = all_capped && rows < rs;
+      x4.push_back({1.0, static_cast<double>(p.ranks), rs, rows});
+      x3.push_back({1.0, static_cast<double>(p.ranks), rs});
+      y.push_back(rss_in(p, stage));
+    }
+    std::vector<double> c;
+    if (capped && fit_terms(x4, y, c)) {
+      m = {true, false, c[0], c[1], c[2], c[3]};
+      return true;
+    }
+    if (!fit_terms(x3, y, c)) return false;
+    m = {false, all_capped, c[0], c[1], c[2], 0.0};
+    return true;
+  }
+  double at(int ranks, int steps) const {
+    return fixed + per_rank * ranks + per_rank_step * static_cast<double>(ranks) * steps +
+           per_row * json_rows(ranks, steps);
+  }
+};
+
 void summarize(const std::vector<Point>& points, int fixed_ranks, int fixed_steps) {
   std::vector<std::pair<double, double>> by_steps, by_ranks;
   const Point* largest = nullptr;
+  const Point* target = nullptr;  // 4,096 x 1,000, when it was measured
   for (const auto& p : points) {
     if (!p.ran) continue;
     if (p.ranks == fixed_ranks) by_steps.emplace_back(p.steps, p.peak_rss);
     if (p.steps == fixed_steps) by_ranks.emplace_back(p.ranks, p.peak_rss);
     if (largest == nullptr || p.records > largest->records) largest = &p;
+    if (p.ranks == 4096 && p.steps == 1000) target = &p;
   }
   double a = 0, b = 0;
   if (fit(by_steps, a, b))
@@ -303,31 +405,65 @@ void summarize(const std::vector<Point>& points, int fixed_ranks, int fixed_step
     std::printf("peak RSS at %d steps: %.0f MiB + %.2f MiB per rank (%.1f KiB per rank-step)\n",
                 fixed_steps, a / kMiB, b / kMiB, b / fixed_steps / 1024);
   if (largest == nullptr) return;
-  // Today's path holds the whole job: scale the largest run by rank-steps. Time in CPU-seconds
+  // Trace, records and CPU scale with rank-steps: from the largest run. Time in CPU-seconds
   // (wall time on a shared machine says more about the neighbours).
   const double rank_steps = static_cast<double>(largest->ranks) * largest->steps;
   const double scale = 4096.0 * 1000.0 / rank_steps;
-  const double rss_per_rank_step = largest->peak_rss / rank_steps;
   std::printf(
       "per rank-step (%d x %d run): %.1f KiB of trace, %.1f KiB of peak RSS, %.0f us of CPU\n",
       largest->ranks, largest->steps, static_cast<double>(largest->bytes) / rank_steps / 1024,
-      rss_per_rank_step / 1024, largest->cpu_s / rank_steps * 1e6);
+      largest->peak_rss / rank_steps / 1024, largest->cpu_s / rank_steps * 1e6);
   std::printf(
-      "extrapolated to 4,096 ranks x 1,000 steps (x%.0f, linear): trace %.0f GiB, %.2f G records, "
-      "peak RSS %.0f GiB, %.0f CPU-minutes (at least %.0f min wall on 2 cores, plus reading the "
-      "traces from disk); one host with 24 GiB holds about %.0f k rank-steps (4,096 ranks x %.0f "
-      "steps, 512 x %.0f)\n",
+      "4,096 ranks x 1,000 steps (x%.0f the largest run): trace %.0f GiB, %.2f G records, %.0f "
+      "CPU-minutes (at least %.0f min wall on 2 cores, plus reading the traces from disk)\n",
       scale, static_cast<double>(largest->bytes) * scale / kGiB,
-      static_cast<double>(largest->records) * scale / 1e9, largest->peak_rss * scale / kGiB,
-      largest->cpu_s * scale / 60, largest->cpu_s * scale / 120,
-      24 * kGiB / rss_per_rank_step / 1e3, 24 * kGiB / rss_per_rank_step / 4096,
-      24 * kGiB / rss_per_rank_step / 512);
+      static_cast<double>(largest->records) * scale / 1e9, largest->cpu_s * scale / 60,
+      largest->cpu_s * scale / 120);
+  // The peak came while writing the report in the small runs (the JSON rows' text), and comes
+  // while analysing in big ones (the per-rank-step results): a model of each, the estimate the
+  // higher of the two.
+  double estimate = 0;
+  for (const std::string stage : {"", "analysing"}) {
+    const std::string what = stage.empty() ? "peak RSS" : "RSS while " + stage;
+    PeakModel m;
+    if (!PeakModel::of(points, stage, m)) {
+      std::printf(
+          "%s model: too few points (3 with different ranks and steps; 4 to tell the rows apart)\n",
+          what.c_str());
+      continue;
+    }
+    std::printf(
+        "%s model: %.0f MiB + %.1f KiB per rank + %.0f bytes per rank-step + %.0f bytes per "
+        "per_step JSON row%s; at 4,096 ranks x 1,000 steps %.2f GiB\n",
+        what.c_str(), m.fixed / kMiB, m.per_rank / 1024, m.per_rank_step, m.per_row,
+        m.rows_apart   ? ""
+        : m.all_capped ? " (every point had its rows at their bound, as 4,096 x 1,000 has: "
+                         "they are in the fixed part)"
+                       : " (rows not told apart: counted as rank-steps, which overstates big "
+                         "jobs)",
+        m.at(4096, 1000) / kGiB);
+    estimate = std::max(estimate, m.at(4096, 1000));
+    for (const auto& p : points) {
+      if (p.ran && rss_in(p, stage) > 0)
+        std::printf("  %5d x %5d: measured %.3f GiB, model %.3f GiB\n", p.ranks, p.steps,
+                    rss_in(p, stage) / kGiB, m.at(p.ranks, p.steps) / kGiB);
+    }
+  }
+  if (estimate <= 0) return;
+  std::printf(
+      "peak RSS at 4,096 ranks x 1,000 steps: estimated %.2f GiB (%.0f bytes per rank-step)",
+      estimate / kGiB, estimate / 4096e3);
+  if (target != nullptr)
+    std::printf(", measured %.2f GiB (%.0f bytes per rank-step)", target->peak_rss / kGiB,
+                target->peak_rss / 4096e3);
+  std::printf("\n");
 }
 
 int usage(const char* argv0) {
   std::fprintf(stderr,
-               "usage: %s --ncclwatch PATH [--ranks R --steps S] [--kernels K] [--buckets B] "
-               "[--ranks-per-host H] [--dir DIR] [--max-disk-gb G] [--keep]\n",
+               "usage: %s --ncclwatch PATH [--ranks R --steps S | --points RxS,RxS,...] "
+               "[--kernels K] [--buckets B] [--ranks-per-host H] [--dir DIR] [--max-disk-gb G] "
+               "[--keep]\n",
                argv0);
   return 2;
 }
@@ -363,7 +499,18 @@ int main(int argc, char** argv) {
       a.max_disk_gb = std::atof(value().c_str());
     else if (arg == "--keep")
       a.keep = true;
-    else
+    else if (arg == "--points") {
+      const std::string list = value();
+      for (std::size_t at = 0; at < list.size();) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        int r = 0, st = 0;
+        if (std::sscanf(list.substr(at, comma - at).c_str(), "%dx%d", &r, &st) != 2 || r < 1 ||
+            st < 1)
+          return usage(argv[0]);
+        a.points.emplace_back(r, st);
+        at = comma + 1;
+      }
+    } else
       return usage(argv[0]);
   }
   if (a.ncclwatch.empty() || (a.ranks > 0) != (a.steps > 0) || a.kernels < 8 || a.buckets < 1 ||
@@ -376,6 +523,8 @@ int main(int argc, char** argv) {
   std::vector<Point> points;
   if (a.ranks > 0) {
     points.push_back(point(a.ranks, a.steps));
+  } else if (!a.points.empty()) {
+    for (const auto& [r, st] : a.points) points.push_back(point(r, st));
   } else {
     // Length at fixed width, then width at fixed length (64 x 100 once).
     for (int s : {100, 200, 400, 800}) points.push_back(point(64, s));
