@@ -11,23 +11,17 @@
 
 #include "ncclwatch/fnv1a.h"
 #include "ncclwatch/names.h"
+#include "trace/read_fully.h"
 #include "trace/trace_header_check.h"
 
 namespace ncclwatch::reduce {
 namespace {
 
-// pread until `size` bytes or the end; false on a read error (errno set).
-bool read_at(int fd, void* buf, std::size_t size, uint64_t offset, std::size_t& got) {
-  got = 0;
-  auto* p = static_cast<char*>(buf);
-  while (got < size) {
-    const ssize_t n = ::pread(fd, p + got, size - got, static_cast<off_t>(offset + got));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return false;
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  return true;
+// trace::read_fully, its count in `got`; false on a read error (errno set).
+bool read_into(int fd, void* out, std::size_t size, uint64_t offset, std::size_t& got) {
+  const ssize_t n = trace::read_fully(fd, out, size, offset);
+  got = n < 0 ? 0 : static_cast<std::size_t>(n);
+  return n >= 0;
 }
 
 }  // namespace
@@ -65,7 +59,7 @@ NodeFile read_node_file(const std::string& path, const std::string& dir) {
   const auto size = static_cast<uint64_t>(st.st_size);
   NodeFileHeader h{};
   std::size_t got = 0;
-  if (!read_at(fd, &h, sizeof h, 0, got)) {
+  if (!read_into(fd, &h, sizeof h, 0, got)) {
     file.problem = fmt::format("cannot read: {}", std::strerror(errno));
   } else if (got < sizeof h) {
     file.problem = fmt::format("not a node file: {} bytes, shorter than a header", got);
@@ -91,7 +85,7 @@ NodeFile read_node_file(const std::string& path, const std::string& dir) {
   bool ended = false;
   while (file.problem.empty()) {
     SectionHeader s{};
-    if (!read_at(fd, &s, sizeof s, at, got)) {
+    if (!read_into(fd, &s, sizeof s, at, got)) {
       file.problem = fmt::format("cannot read: {}", std::strerror(errno));
       break;
     }
@@ -116,7 +110,7 @@ NodeFile read_node_file(const std::string& path, const std::string& dir) {
       break;
     }
     payload.resize(static_cast<std::size_t>(s.bytes));
-    if (!read_at(fd, payload.data(), payload.size(), at, got) || got < payload.size()) {
+    if (!read_into(fd, payload.data(), payload.size(), at, got) || got < payload.size()) {
       file.problem = fmt::format("cut short inside rank section {}", file.ranks.size() + 1);
       break;
     }

@@ -10,26 +10,11 @@
 
 #include <fmt/format.h>
 
+#include "trace/read_fully.h"
 #include "trace/trace_header_check.h"
 
 namespace ncclwatch::trace {
 namespace {
-
-// pread until `size` bytes or end of file; returns bytes read or -1 (errno set).
-ssize_t read_fully(int fd, void* out, std::size_t size, uint64_t offset) {
-  std::size_t done = 0;
-  auto* bytes = static_cast<char*>(out);
-  while (done < size) {
-    const ssize_t n = ::pread(fd, bytes + done, size - done, static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    if (n == 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  return static_cast<ssize_t>(done);
-}
 
 constexpr uint64_t kHeaderSize = sizeof(format::TraceHeader);
 

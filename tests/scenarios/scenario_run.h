@@ -54,22 +54,20 @@ inline const std::string& scenario_root() {
   return root.path;
 }
 
-// `ncclwatch report DIR --json DIR-NAME.json` with NCCLWATCH_REPORT_LOAD=`load`: its stdout
-// (kept beside DIR, not in it: the report reads every file there).
-inline std::string report_of(const std::string& dir, const std::string& name,
-                             const std::string& load) {
-  const std::string out = dir + "-" + name + ".txt";
+// `ncclwatch ARGS...` in a child with NCCLWATCH_REPORT_LOAD=`load` and wide lines, its stdout in
+// `out` (stderr too with `with_stderr`, else dropped); its exit status (-1: did not exit).
+inline int ncclwatch_cli(std::vector<std::string> args, const std::string& out,
+                         const std::string& load, bool with_stderr) {
+  args.insert(args.begin(), NCCLWATCH_EXE);
   const pid_t pid = fork();
   if (pid == 0) {
     const int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int null = open("/dev/null", O_WRONLY);
     if (fd < 0 || null < 0) _exit(98);
     dup2(fd, 1);
-    dup2(null, 2);
+    dup2(with_stderr ? fd : null, 2);
     setenv("COLUMNS", "100000", 1);
     setenv("NCCLWATCH_REPORT_LOAD", load.c_str(), 1);
-    std::string json = dir + "-" + name + ".json";
-    std::vector<std::string> args = {NCCLWATCH_EXE, "report", dir, "--json", json};
     std::vector<char*> cargv;
     for (auto& a : args) cargv.push_back(a.data());
     cargv.push_back(nullptr);
@@ -78,7 +76,17 @@ inline std::string report_of(const std::string& dir, const std::string& name,
   }
   int status = -1;
   waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) <= 3) << "report of " << dir;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// `ncclwatch report DIR --json DIR-NAME.json` with NCCLWATCH_REPORT_LOAD=`load`: its stdout
+// (kept beside DIR, not in it: the report reads every file there).
+inline std::string report_of(const std::string& dir, const std::string& name,
+                             const std::string& load) {
+  const std::string out = dir + "-" + name + ".txt";
+  const int rc =
+      ncclwatch_cli({"report", dir, "--json", dir + "-" + name + ".json"}, out, load, false);
+  EXPECT_TRUE(rc >= 0 && rc <= 3) << "report of " << dir;
   std::ifstream in(out);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
@@ -100,26 +108,12 @@ inline void expect_lean_report_is_whole(const std::string& dir) {
   EXPECT_TRUE(lean_json == file_text(dir + "-whole.json")) << dir << ": lean != whole JSON";
 }
 
-// `ncclwatch reduce DIR --all-hosts`: its exit status; its stdout in `out`.
+// `ncclwatch reduce DIR --all-hosts`: its exit status; its output in `out`.
 inline int reduce_of(const std::string& dir, std::string& out) {
   const std::string path = dir + "-reduce.txt";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) _exit(98);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    std::vector<std::string> args = {NCCLWATCH_EXE, "reduce", dir, "--all-hosts"};
-    std::vector<char*> cargv;
-    for (auto& a : args) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    execv(cargv[0], cargv.data());
-    _exit(99);
-  }
-  int status = -1;
-  waitpid(pid, &status, 0);
+  const int rc = ncclwatch_cli({"reduce", dir, "--all-hosts"}, path, "lean", true);
   out = file_text(path);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return rc;
 }
 
 // The report merged from node files (`ncclwatch reduce`) is the lean report but for the note

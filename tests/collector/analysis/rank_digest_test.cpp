@@ -17,14 +17,6 @@ namespace {
 using testing::Kind;
 using testing::Noise;
 
-std::string everything(const model::Report& r) {
-  std::string out = r.json.dump();
-  for (const model::Section& s : r.sections) out += "\n# " + s.title + "\n" + s.body;
-  for (const model::Finding& f : r.findings)
-    out += "\n* " + std::to_string(static_cast<int>(f.severity)) + " " + f.source + " " + f.text;
-  return out;
-}
-
 // `job` with every rank digested and dropped; a read again returns the rank as it was (counted),
 // or fails when `fail_reads`.
 model::JobTrace digested(const model::JobTrace& job, std::atomic<int>& reads,
@@ -43,18 +35,6 @@ model::JobTrace digested(const model::JobTrace& job, std::atomic<int>& reads,
                     });
   }
   return out;
-}
-
-testing::SimJob simulated(Kind kind, Noise noise, bool host_only, uint64_t seed) {
-  testing::ScenarioSpec spec;
-  spec.kind = kind;
-  spec.noise = noise;
-  spec.noise_frac = noise == Noise::kNone ? 0.0 : 0.10;
-  spec.host_only = host_only;
-  spec.ranks = 8;
-  spec.per_host = 2;
-  spec.seed = seed;
-  return testing::simulate(testing::make_scenario(spec).params);
 }
 
 // A slow GPU and a rank stalling before every 2nd step by 10 times the slow one's lateness: the
@@ -81,7 +61,7 @@ TEST(RankDigest, RanksGivenTheJobsStepsAreReadAgainAndGiveTheSameReport) {
   const model::JobTrace job = digested(sim.job, reads);
   analyze(job, sim.match, sim.clocks, lean);
   EXPECT_EQ(reads.load(), 1);
-  EXPECT_EQ(everything(whole), everything(lean));
+  EXPECT_EQ(testing::everything(whole), testing::everything(lean));
 }
 
 TEST(RankDigest, DigestedRanksGiveTheSameReportOnTheVerdictMatrix) {
@@ -90,13 +70,13 @@ TEST(RankDigest, DigestedRanksGiveTheSameReportOnTheVerdictMatrix) {
   for (Kind kind : testing::kAllKinds) {
     for (Noise noise : {Noise::kNone, Noise::kJitter, Noise::kGc, Noise::kContention}) {
       for (bool host_only : {false, true}) {
-        const testing::SimJob sim = simulated(kind, noise, host_only, 1);
+        const testing::SimJob sim = testing::matrix_job(kind, noise, host_only, 1);
         model::Report whole, lean;
         analyze(sim.job, sim.match, sim.clocks, whole);
         const model::JobTrace job = digested(sim.job, reads);
         for (const model::RankTrace& r : job.ranks) ASSERT_TRUE(r.kernels.empty());
         analyze(job, sim.match, sim.clocks, lean, 2);
-        EXPECT_EQ(everything(whole), everything(lean))
+        EXPECT_EQ(testing::everything(whole), testing::everything(lean))
             << testing::to_string(kind) << " " << testing::to_string(noise)
             << (host_only ? " host-only" : " GPU");
         ++jobs;

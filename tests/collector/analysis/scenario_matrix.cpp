@@ -210,4 +210,24 @@ Score score(const Scenario& s, const nlohmann::json& report) {
   return out;
 }
 
+SimJob matrix_job(Kind kind, Noise noise, bool host_only, uint64_t seed) {
+  ScenarioSpec spec;
+  spec.kind = kind;
+  spec.noise = noise;
+  spec.noise_frac = noise == Noise::kNone ? 0.0 : 0.10;
+  spec.host_only = host_only;
+  spec.ranks = 8;
+  spec.per_host = 2;
+  spec.seed = seed;
+  return simulate(make_scenario(spec).params);
+}
+
+std::string everything(const model::Report& r) {
+  std::string out = r.json.dump();
+  for (const model::Section& s : r.sections) out += "\n# " + s.title + "\n" + s.body;
+  for (const model::Finding& f : r.findings)
+    out += "\n* " + std::to_string(static_cast<int>(f.severity)) + " " + f.source + " " + f.text;
+  return out;
+}
+
 }  // namespace ncclwatch::analysis::testing

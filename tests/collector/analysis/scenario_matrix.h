@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ddp_sim.h"
+#include "model/report.h"
 
 namespace ncclwatch::analysis::testing {
 
@@ -69,6 +70,13 @@ struct Scenario {
 };
 
 Scenario make_scenario(const ScenarioSpec& spec);
+
+// The job of one cell of the verdict matrix as the load tests take it: 8 ranks, 2 a host, 10 %
+// of `noise` where there is any.
+SimJob matrix_job(Kind kind, Noise noise, bool host_only, uint64_t seed);
+
+// Everything a report says (JSON, sections, findings) in one string: two reports compared whole.
+std::string everything(const model::Report& r);
 
 struct Score {
   uint64_t true_positives = 0;   // report entries matching an expected one exactly

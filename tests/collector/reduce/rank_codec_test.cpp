@@ -18,14 +18,6 @@ namespace {
 using analysis::testing::Kind;
 using analysis::testing::Noise;
 
-std::string everything(const model::Report& r) {
-  std::string out = r.json.dump();
-  for (const model::Section& s : r.sections) out += "\n# " + s.title + "\n" + s.body;
-  for (const model::Finding& f : r.findings)
-    out += "\n* " + std::to_string(static_cast<int>(f.severity)) + " " + f.source + " " + f.text;
-  return out;
-}
-
 model::JobTrace digested(const model::JobTrace& job) {
   model::JobTrace out = job;
   for (model::RankTrace& r : out.ranks) analysis::digest_and_drop(r, nullptr);
@@ -58,31 +50,20 @@ model::JobTrace through_codec(const model::JobTrace& job, std::size_t& bytes) {
   return out;
 }
 
-analysis::testing::SimJob simulated(Kind kind, Noise noise, bool host_only, uint64_t seed) {
-  analysis::testing::ScenarioSpec spec;
-  spec.kind = kind;
-  spec.noise = noise;
-  spec.noise_frac = noise == Noise::kNone ? 0.0 : 0.10;
-  spec.host_only = host_only;
-  spec.ranks = 8;
-  spec.per_host = 2;
-  spec.seed = seed;
-  return analysis::testing::simulate(analysis::testing::make_scenario(spec).params);
-}
-
 TEST(RankCodec, DecodedRanksGiveTheSameReportOnTheVerdictMatrix) {
   int jobs = 0;
   for (Kind kind : analysis::testing::kAllKinds) {
     for (Noise noise : {Noise::kNone, Noise::kJitter, Noise::kGc, Noise::kContention}) {
       for (bool host_only : {false, true}) {
-        const analysis::testing::SimJob sim = simulated(kind, noise, host_only, 3);
+        const analysis::testing::SimJob sim =
+            analysis::testing::matrix_job(kind, noise, host_only, 3);
         const model::JobTrace lean = digested(sim.job);
         std::size_t bytes = 0;
         const model::JobTrace decoded = through_codec(lean, bytes);
         model::Report a, b;
         analysis::analyze(lean, sim.match, sim.clocks, a);
         analysis::analyze(decoded, sim.match, sim.clocks, b, 2);
-        EXPECT_EQ(everything(a), everything(b))
+        EXPECT_EQ(analysis::testing::everything(a), analysis::testing::everything(b))
             << analysis::testing::to_string(kind) << " " << analysis::testing::to_string(noise)
             << (host_only ? " host-only" : " GPU");
         EXPECT_GT(bytes, 0u);
@@ -166,7 +147,8 @@ TEST(RankCodec, ANameThatIsAPathIsRefused) {
 // Every cut and many flipped bytes of a real rank: refused or read, never past the bytes (the
 // ASan build runs this too), never a count that allocates beyond them.
 TEST(RankCodec, DamagedBytesAreRefusedOrReadWithinBounds) {
-  const analysis::testing::SimJob sim = simulated(Kind::kSlowGpu, Noise::kJitter, false, 5);
+  const analysis::testing::SimJob sim =
+      analysis::testing::matrix_job(Kind::kSlowGpu, Noise::kJitter, false, 5);
   NodeRank node;
   node.rank = digested(sim.job).ranks[1];
   node.trace.parts = {"ncclwatch.h.2.trace"};
