@@ -235,6 +235,29 @@ void hang_from_entry_evidence(model::HangVerdict& v, const std::vector<const Wai
     }
     v.waited_ns = std::max(v.waited_ns, w->seen_ns - w->enter_ns);
   }
+  // Ranks that entered the same unfinished instance and came back out of it (NCCL's timeout
+  // returned an error, an asynchronous call returned at enqueue) waited there too; a rank whose
+  // process was killed while inside is the one with entry evidence. Which of them is which
+  // depends on who the launcher killed first, so both count.
+  if (v.has_seq && format::is_collective(v.func)) {
+    for (const auto& run : match.incomplete) {
+      if (run.comm_id != v.comm_id || v.seq < run.seq || v.seq > run.seq_last) continue;
+      for (int32_t r : run.present_ranks) {
+        auto it = index.find(r);
+        if (waiting.contains(r) || it == index.end()) continue;
+        waiting.insert(r);
+        for (const auto& c : job.ranks[it->second].calls) {
+          if (c.comm_id != v.comm_id || c.seq != v.seq || !format::is_collective(c.func)) continue;
+          v.waited_ns = std::max(v.waited_ns, c.exit_ns - c.enter_ns);
+          if (c.enter_ns < v.since_ns) {
+            v.since_ns = c.enter_ns;
+            const int64_t off = job.ranks[it->second].info.wall_offset_ns;
+            v.since_wall_ns = off != 0 ? c.enter_ns + off : 0;
+          }
+        }
+      }
+    }
+  }
   v.waiting_ranks.assign(waiting.begin(), waiting.end());
   for (int32_t m : expected_members(v, chosen, job, match)) {
     if (waiting.contains(m)) continue;

@@ -86,6 +86,27 @@ TEST(HangFinder, RanksWaitingInACollectiveAndTheOneThatNeverCame) {
       << v.text;
 }
 
+TEST(HangFinder, RanksTimedOutAndRanksKilledInTheSameCallAllWaitThere) {
+  // NCCL's timeout returned an error to ranks 0 and 2 (their calls returned); the launcher killed
+  // rank 3 while still inside (only its in-flight record says so). All three waited in #3.
+  JobBuilder b(4);
+  b.comm(kComm, {0, 1, 2, 3});
+  for (int r = 0; r < 4; ++r) {
+    for (uint64_t s = 0; s < 3; ++s)
+      b.call(r, kComm, s, Func::kAllReduce, 256, 1000 * (s + 1), 1000 * (s + 1) + 100);
+  }
+  for (int r : {0, 2}) b.call(r, kComm, 3, Func::kAllReduce, 256, 5000 + r, 2'000'005'000);
+  b.call(3, kComm, 3, Func::kAllReduce, 256, 4990, 4990);
+  never_returned(b, 3, 1'000'000'000);
+  const auto v = find_hang(b.job, match_job(b.job));
+  ASSERT_TRUE(v.hung);
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_EQ(v.waiting_ranks, (std::vector<int32_t>{0, 2, 3}));
+  EXPECT_EQ(v.missing_ranks, (std::vector<int32_t>{1}));
+  EXPECT_EQ(v.since_ns, 4990);
+  EXPECT_EQ(v.waited_ns, 2'000'000'000);
+}
+
 TEST(HangFinder, MissingRankWaitingInAnotherCommIsSaidSo) {
   JobBuilder b(2);
   b.comm(kComm, {0, 1});
