@@ -36,7 +36,7 @@ double BucketRow::exposed_ns_sd() const {
 
 std::vector<BucketRow> BucketTable::of(const model::JobTrace& job,
                                        const std::vector<RankOverlap>& overlaps,
-                                       const std::vector<const RankActivity*>& activities) {
+                                       const RankActivities& activities) {
   using Key = std::tuple<uint64_t, std::size_t, uint64_t>;  // comm, ordinal, bytes
   std::unordered_map<Key, std::size_t, KeyHash> index;
   std::vector<BucketRow> rows;
@@ -51,6 +51,7 @@ std::vector<BucketRow> BucketTable::of(const model::JobTrace& job,
     int32_t ordinal_step = -1;
     std::size_t cursor = 0;
     bool any = false;
+    std::shared_ptr<const IntervalSet> compute_set;  // unpacked at the first all-reduce
     for (std::size_t i = 0; i < rank.calls.size() && i < plan.step_of_call.size(); ++i) {
       const model::CallEvent& c = rank.calls[i];
       const int32_t step = plan.step_of_call[i];
@@ -83,7 +84,8 @@ std::vector<BucketRow> BucketTable::of(const model::JobTrace& job,
       BucketRow& row = rows[it->second];
       ++row.occurrences;
       row.gpu_ns += c.gpu_end_ns - c.gpu_start_ns;
-      const IntervalSet& compute = activities[r]->compute;
+      if (!compute_set) compute_set = activities.compute(r);
+      const IntervalSet& compute = *compute_set;
       if (i > 0 && c.gpu_start_ns < rank.calls[i - 1].gpu_start_ns) cursor = 0;  // not in order
       const int64_t gpu = c.gpu_end_ns - c.gpu_start_ns;
       const int64_t under = compute.length_within(c.gpu_start_ns, c.gpu_end_ns, cursor);

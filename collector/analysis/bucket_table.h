@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "analysis/overlap.h"
-#include "analysis/rank_activity.h"
+#include "analysis/rank_activities.h"
 #include "model/job_trace.h"
 
 namespace ncclwatch::analysis {
@@ -45,7 +45,7 @@ class BucketTable {
   // ones that repeat every step, not a one-off all-reduce (loss logging, evaluation, ...).
   static std::vector<BucketRow> of(const model::JobTrace& job,
                                    const std::vector<RankOverlap>& overlaps,
-                                   const std::vector<const RankActivity*>& activities);
+                                   const RankActivities& activities);
 };
 
 }  // namespace ncclwatch::analysis

@@ -73,7 +73,7 @@ class ComputeCursor {
 }  // namespace
 
 std::vector<CrossNodeComm> CrossNodeComm::find(const model::JobTrace& job,
-                                               const std::vector<const RankActivity*>& activities,
+                                               const RankActivities& activities,
                                                const std::vector<const StepPlan*>& plans) {
   std::map<uint64_t, CommMembers> comms;
   for (std::size_t i = 0; i < job.ranks.size(); ++i) {
@@ -98,14 +98,14 @@ std::vector<CrossNodeComm> CrossNodeComm::find(const model::JobTrace& job,
     std::size_t pairs = 0, interleaved = 0;
     for (std::size_t i : m.rank_indices) {
       if (i >= activities.size() || i >= plans.size() || plans[i] == nullptr) continue;
-      const RankActivity& a = *activities[i];
       const StepPlan& plan = *plans[i];
-      if (!a.has_compute || plan.steady_steps() == 0) continue;
+      if (!activities.summary(i).has_compute || plan.steady_steps() == 0) continue;
+      const std::shared_ptr<const IntervalSet> compute_set = activities.compute(i);
       const model::RankTrace& rank = job.ranks[i];
       std::size_t count = 0;
       int32_t prev_step = -1;
       int64_t prev_end = 0;
-      ComputeCursor compute{a.compute};
+      ComputeCursor compute{*compute_set};
       StepCursor steps{plan};
       for (std::size_t c = 0; c < rank.calls.size(); ++c) {
         const model::CallEvent& call = rank.calls[c];

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/rank_activity.h"
+#include "analysis/rank_activities.h"
 #include "analysis/step_plan.h"
 #include "model/job_trace.h"
 
@@ -39,7 +39,7 @@ struct CrossNodeComm {
   bool tensor_parallel_like = false;
 
   static std::vector<CrossNodeComm> find(const model::JobTrace& job,
-                                         const std::vector<const RankActivity*>& activities,
+                                         const RankActivities& activities,
                                          const std::vector<const StepPlan*>& plans);
 };
 

@@ -42,7 +42,7 @@ std::vector<int64_t> kernel_duration_sample(const model::RankTrace& rank) {
 
 RankDigest RankDigest::of(const model::RankTrace& rank) {
   RankDigest d;
-  d.activity = RankActivity::of(rank);
+  d.activity = PackedActivity::pack(RankActivity::of(rank));
   d.compute_windows = DataSupport::compute_windows_of(rank);
   d.step_kernels =
       StepKernels::of(rank, StepDetector::detect(rank, d.activity.first_ns, d.activity.last_ns));

@@ -22,6 +22,7 @@
 
 #include "analysis/interval_set.h"
 #include "analysis/kernel_table.h"
+#include "analysis/packed_activity.h"
 #include "analysis/rank_activity.h"
 #include "analysis/step_plan.h"
 #include "model/rank_trace.h"
@@ -46,7 +47,7 @@ inline constexpr std::size_t kKernelSamplePerRank = 2048;
 std::vector<int64_t> kernel_duration_sample(const model::RankTrace& rank);
 
 struct RankDigest {
-  RankActivity activity;
+  PackedActivity activity;                     // RankActivity::of, packed
   std::optional<IntervalSet> compute_windows;  // DataSupport::compute_windows_of
   StepKernels step_kernels;                    // under the rank's own steps
   std::vector<int64_t> kernel_sample;          // kernel_duration_sample

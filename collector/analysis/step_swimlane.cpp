@@ -12,15 +12,16 @@ namespace {
 // The state that takes most of each bin, for one rank. Waiting is the exposed NCCL time inside
 // the rank's peer-wait intervals (drawn as it happened; the breakdown's wait figure caps a
 // chain's wait differently, step_breakdown.h).
-std::vector<uint8_t> rank_states(const RankActivity& a, const IntervalSet& wait, int64_t offset,
-                                 const TimeBins& bins) {
+std::vector<uint8_t> rank_states(const RankActivities& activities, std::size_t i,
+                                 const IntervalSet& wait, int64_t offset, const TimeBins& bins) {
   const int64_t lo = bins.begin_ns - offset, hi = bins.end_ns() - offset;
-  const IntervalSet compute = a.compute.clip(lo, hi);
-  const IntervalSet comm = a.comm.clip(lo, hi);
+  const RankActivity a = activities.clip(i, lo, hi);  // only the step's spans are decoded
+  const IntervalSet& compute = a.compute;
+  const IntervalSet& comm = a.comm;
   const IntervalSet exposed = comm.subtract(compute);
   const IntervalSet waiting = exposed.intersect(wait.clip(lo, hi));
   const IntervalSet parts[] = {compute, waiting, exposed.subtract(waiting),
-                               a.busy.clip(lo, hi).subtract(comm).subtract(compute)};
+                               a.busy.subtract(comm).subtract(compute)};
   std::vector<std::vector<float>> shares(std::size(parts));
   for (std::size_t p = 0; p < std::size(parts); ++p)
     cover_fractions(parts[p], offset, bins, shares[p]);
@@ -52,9 +53,8 @@ std::vector<std::array<uint32_t, 3>> runs_of(const std::vector<uint8_t>& states)
 }
 
 StepLanes lanes_of(const model::JobTrace& job, const model::ClockAlignment& clocks,
-                   const std::vector<const RankActivity*>& activities,
-                   const std::vector<IntervalSet>& waits, const std::vector<std::size_t>& order,
-                   const JobStep& step) {
+                   const RankActivities& activities, const std::vector<IntervalSet>& waits,
+                   const std::vector<std::size_t>& order, const JobStep& step) {
   StepLanes l;
   l.step = step.index + 1;
   l.begin_ns = step.first_begin_ns;
@@ -80,7 +80,7 @@ StepLanes lanes_of(const model::JobTrace& job, const model::ClockAlignment& cloc
       row.last_rank = rt.info.rank;
       const IntervalSet none;
       const std::vector<uint8_t> s =
-          rank_states(*activities[i], i < waits.size() ? waits[i] : none, clocks.at(i), bins);
+          rank_states(activities, i, i < waits.size() ? waits[i] : none, clocks.at(i), bins);
       for (std::size_t bin = 0; bin < s.size(); ++bin) ++votes[bin][s[bin]];
     }
     row.ranks = b - a;
@@ -115,13 +115,13 @@ const char* to_string(LaneState s) {
 
 std::vector<StepLanes> StepSwimlanes::draw(const model::JobTrace& job,
                                            const model::ClockAlignment& clocks,
-                                           const std::vector<const RankActivity*>& activities,
+                                           const RankActivities& activities,
                                            const std::vector<const StepPlan*>& plans,
                                            const std::vector<IntervalSet>& waits) {
   std::vector<std::size_t> gpu;
   std::vector<const StepPlan*> gpu_plans(plans.size(), nullptr);
   for (std::size_t i = 0; i < activities.size() && i < job.ranks.size(); ++i) {
-    if (!has_kernel_timeline(*activities[i])) continue;
+    if (!activities.summary(i).has_kernel_timeline()) continue;
     gpu.push_back(i);
     if (i < plans.size()) gpu_plans[i] = plans[i];
   }

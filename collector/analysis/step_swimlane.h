@@ -23,7 +23,7 @@
 
 #include "analysis/interval_set.h"
 #include "analysis/job_steps.h"
-#include "analysis/rank_activity.h"
+#include "analysis/rank_activities.h"
 #include "analysis/step_plan.h"
 #include "analysis/straggler_verdict.h"
 #include "model/clock_alignment.h"
@@ -66,7 +66,7 @@ class StepSwimlanes {
   // are ~130 bytes per rank-step, and the verdict's pass is where the analyses peak).
   static std::vector<StepLanes> draw(const model::JobTrace& job,
                                      const model::ClockAlignment& clocks,
-                                     const std::vector<const RankActivity*>& activities,
+                                     const RankActivities& activities,
                                      const std::vector<const StepPlan*>& plans,
                                      const std::vector<IntervalSet>& waits);
   // Marks each row that holds a straggler or a rank of a late node.

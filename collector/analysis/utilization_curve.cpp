@@ -22,13 +22,11 @@ float share(uint16_t q) {
   return static_cast<float>(q) / 65535.0f;
 }
 
-// One rank's sets on its own clock and the offset to the aligned axis.
+// One rank drawn: its index and the offset from its clock to the aligned axis. Its sets are
+// unpacked when it is binned (RankActivities), one rank per worker at a time.
 struct RankInput {
   std::size_t index = 0;
   int64_t offset = 0;
-  IntervalSet kernels;  // comm ∪ compute
-  const IntervalSet* compute = nullptr;
-  const IntervalSet* comm = nullptr;
 };
 
 // Which series of one set of bins to compute.
@@ -41,16 +39,17 @@ struct Binned {
   std::vector<Shares> busy, compute, comm;
 };
 
-void bin_rank(const RankInput& r, std::size_t row, Binned& b, std::vector<float>& scratch) {
+void bin_rank(const RankInput& r, const RankActivity& a, const IntervalSet& kernels,
+              std::size_t row, Binned& b, std::vector<float>& scratch) {
   auto put = [&](const IntervalSet& set, std::vector<Shares>& out) {
     cover_fractions(set, r.offset, b.bins, scratch);
     Shares& q = out[row];
     q.resize(scratch.size());
     for (std::size_t k = 0; k < scratch.size(); ++k) q[k] = quantize(scratch[k]);
   };
-  if (b.series & kBusy) put(r.kernels, b.busy);
-  if (b.series & kCompute) put(*r.compute, b.compute);
-  if (b.series & kComm) put(*r.comm, b.comm);
+  if (b.series & kBusy) put(kernels, b.busy);
+  if (b.series & kCompute) put(a.compute, b.compute);
+  if (b.series & kComm) put(a.comm, b.comm);
 }
 
 // Per bin: median (and min, max) over the ranks' rows.
@@ -79,7 +78,8 @@ JobCurve job_curve(const Binned& b) {
 }
 
 // Every set of bins at once, one rank per task.
-void bin_all(const std::vector<RankInput>& ranks, std::vector<Binned*> sets, unsigned threads) {
+void bin_all(const std::vector<RankInput>& ranks, const RankActivities& activities,
+             std::vector<Binned*> sets, unsigned threads) {
   for (Binned* b : sets) {
     if (b->series & kBusy) b->busy.resize(ranks.size());
     if (b->series & kCompute) b->compute.resize(ranks.size());
@@ -87,7 +87,9 @@ void bin_all(const std::vector<RankInput>& ranks, std::vector<Binned*> sets, uns
   }
   trace::parallel_for(ranks.size(), threads, [&](std::size_t i) {
     std::vector<float> scratch;
-    for (Binned* b : sets) bin_rank(ranks[i], i, *b, scratch);
+    const std::shared_ptr<const RankActivity> a = activities.at(ranks[i].index);
+    const IntervalSet kernels = a->comm.unite(a->compute);  // the busy series: any kernel
+    for (Binned* b : sets) bin_rank(ranks[i], *a, kernels, i, *b, scratch);
   });
 }
 
@@ -217,10 +219,6 @@ Binned sampled_bins(int64_t origin, int64_t end, int64_t period) {
 
 }  // namespace
 
-bool has_kernel_timeline(const RankActivity& a) {
-  return a.has_compute || a.source == CommSource::kNcclKernels;
-}
-
 std::vector<std::size_t> host_order(const model::JobTrace& job,
                                     const std::vector<std::size_t>& rank_indices) {
   std::map<std::string, std::size_t> host_rank;  // host -> order of first appearance
@@ -237,7 +235,7 @@ std::vector<std::size_t> host_order(const model::JobTrace& job,
 
 UtilizationCurve UtilizationCurve::of(const model::JobTrace& job,
                                       const model::ClockAlignment& clocks,
-                                      const std::vector<const RankActivity*>& activities,
+                                      const RankActivities& activities,
                                       const std::vector<const StepPlan*>& plans,
                                       const PatternVerdict& verdict,
                                       const StragglerResult& stragglers, unsigned threads) {
@@ -247,14 +245,13 @@ UtilizationCurve UtilizationCurve::of(const model::JobTrace& job,
   std::vector<const StepPlan*> gpu_plans(plans.size(), nullptr);
   int64_t begin = INT64_MAX, end = INT64_MIN;
   for (std::size_t i = 0; i < activities.size() && i < job.ranks.size(); ++i) {
-    const RankActivity& a = *activities[i];
-    if (!has_kernel_timeline(a)) continue;
-    RankInput r{i, clocks.at(i), a.comm.unite(a.compute), &a.compute, &a.comm};
-    if (r.kernels.empty()) continue;
-    begin = std::min(begin, r.kernels.spans().front().begin + r.offset);
-    end = std::max(end, r.kernels.spans().back().end + r.offset);
+    const RankActivities::Summary& a = activities.summary(i);
+    if (!a.has_kernel_timeline() || !a.any_kernel) continue;
+    RankInput r{i, clocks.at(i)};
+    begin = std::min(begin, a.kernels_begin + r.offset);
+    end = std::max(end, a.kernels_end + r.offset);
     if (i < plans.size()) gpu_plans[i] = plans[i];
-    ranks.push_back(std::move(r));
+    ranks.push_back(r);
   }
   c.gpu_ranks = ranks.size();
   if (ranks.empty()) return c;
@@ -290,7 +287,7 @@ UtilizationCurve UtilizationCurve::of(const model::JobTrace& job,
   overview.bins = TimeBins::nice(begin, end, overview_width, overview_width);
   Binned second = sampled_bins(begin, end, kSecondNs);
   Binned tenth = sampled_bins(begin, end, kSecondNs / 10);
-  bin_all(ranks, {&window, &overview, &spark, &second, &tenth}, threads);
+  bin_all(ranks, activities, {&window, &overview, &spark, &second, &tenth}, threads);
 
   c.window = job_curve(window);
   c.overview = job_curve(overview);

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "analysis/job_steps.h"
-#include "analysis/rank_activity.h"
+#include "analysis/rank_activities.h"
 #include "analysis/step_plan.h"
 #include "analysis/straggler_verdict.h"
 #include "analysis/time_bins.h"
@@ -103,14 +103,11 @@ struct UtilizationCurve {
   // `plans` per rank index; `verdict` names the stall/checkpoint steps; `stragglers` the rows to
   // highlight. `threads` as analyze().
   static UtilizationCurve of(const model::JobTrace& job, const model::ClockAlignment& clocks,
-                             const std::vector<const RankActivity*>& activities,
+                             const RankActivities& activities,
                              const std::vector<const StepPlan*>& plans,
                              const PatternVerdict& verdict, const StragglerResult& stragglers,
                              unsigned threads);
 };
-
-// A rank has a GPU timeline the curve can use: kernels (not only lite-mode collective times).
-bool has_kernel_timeline(const RankActivity& a);
 
 // Ranks in host order (hosts in the order their first rank appears, ranks ascending within), as
 // rank indices: the row order of the curve and the swimlanes ("nodes grouped").

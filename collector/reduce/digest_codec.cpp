@@ -116,10 +116,12 @@ bool read_intervals(ByteReader& r, std::vector<analysis::Interval>& out) {
 }
 
 void write_digest(ByteWriter& w, const analysis::RankDigest& d) {
-  const analysis::RankActivity& a = d.activity;
-  write_set(w, a.comm);
-  write_set(w, a.compute);
-  write_set(w, a.busy);
+  // busy as the digest holds it: what it adds to comm ∪ compute (packed_activity.h).
+  const analysis::PackedActivity& a = d.activity;
+  write_set(w, a.comm.unpack());
+  write_set(w, a.compute.unpack());
+  write_set(w, a.busy_extra.unpack());
+  write_set(w, a.busy_missing.unpack());
   w.u8(static_cast<uint8_t>(a.source));
   w.u8(a.has_compute ? 1 : 0);
   w.svarint(a.first_ns);
@@ -132,8 +134,16 @@ void write_digest(ByteWriter& w, const analysis::RankDigest& d) {
 }
 
 bool read_digest(ByteReader& r, analysis::RankDigest& d) {
-  analysis::RankActivity& a = d.activity;
-  if (!read_set(r, a.comm) || !read_set(r, a.compute) || !read_set(r, a.busy)) return false;
+  analysis::PackedActivity& a = d.activity;
+  {
+    analysis::IntervalSet comm, compute, extra, missing;
+    if (!read_set(r, comm) || !read_set(r, compute) || !read_set(r, extra) || !read_set(r, missing))
+      return false;
+    a.comm = analysis::PackedIntervalSet(comm);
+    a.compute = analysis::PackedIntervalSet(compute);
+    a.busy_extra = analysis::PackedIntervalSet(extra);
+    a.busy_missing = analysis::PackedIntervalSet(missing);
+  }
   const uint8_t source = r.u8();
   if (source > static_cast<uint8_t>(analysis::CommSource::kNoCommKernels)) {
     r.fail("an unknown source of communication times");

@@ -23,7 +23,8 @@ namespace ncclwatch::reduce {
 inline constexpr uint64_t kNodeFileMagic = 0x444F4E574C43434EULL;  // "NCCLWNOD" little-endian
 // Raised with any change of the layout or of what a rank holds (rank_codec.cpp, digest_codec.cpp);
 // a report reads only its own version (a node file is rebuilt from the traces in seconds).
-inline constexpr uint32_t kNodeFileVersion = 1;
+// 2: a digest holds busy as what it adds to comm ∪ compute (analysis/packed_activity.h).
+inline constexpr uint32_t kNodeFileVersion = 2;
 inline constexpr uint32_t kRankSection = 0x4B4E4152;  // "RANK"
 inline constexpr uint32_t kEndSection = 0x2E444E45;   // "END."
 // One rank's bytes at most (a rank of 10^8 calls is ~3 GB): a larger count is damage.

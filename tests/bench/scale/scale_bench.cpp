@@ -60,6 +60,7 @@ struct Args {
   std::string ncclwatch;
   int ranks = 0, steps = 0;
   int kernels = 400, buckets = 8, ranks_per_host = 8;
+  int64_t kernel_gap_ns = 0;
   std::string dir;
   double max_disk_gb = 3.0;
   bool keep = false;
@@ -238,6 +239,7 @@ bool run_point(const Args& a, Point& p) {
   job.steps = p.steps;
   job.buckets = a.buckets;
   job.kernels_per_step = a.kernels;
+  job.kernel_gap_ns = a.kernel_gap_ns;
   job.straggler_rank = p.ranks > 1 ? p.ranks * 5 / 8 : -1;
   job.stall_rank = p.ranks > 2 ? p.ranks / 4 : -1;
   bool ok = true;
@@ -462,7 +464,7 @@ void summarize(const std::vector<Point>& points, int fixed_ranks, int fixed_step
 int usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s --ncclwatch PATH [--ranks R --steps S | --points RxS,RxS,...] "
-               "[--kernels K] [--buckets B] [--ranks-per-host H] [--dir DIR] [--max-disk-gb G] "
+               "[--kernels K] [--kernel-gap-ns G] [--buckets B] [--ranks-per-host H] [--dir DIR] [--max-disk-gb G] "
                "[--keep]\n",
                argv0);
   return 2;
@@ -491,6 +493,8 @@ int main(int argc, char** argv) {
       a.kernels = std::atoi(value().c_str());
     else if (arg == "--buckets")
       a.buckets = std::atoi(value().c_str());
+    else if (arg == "--kernel-gap-ns")
+      a.kernel_gap_ns = std::atoll(value().c_str());
     else if (arg == "--ranks-per-host")
       a.ranks_per_host = std::atoi(value().c_str());
     else if (arg == "--dir")
@@ -513,7 +517,7 @@ int main(int argc, char** argv) {
     } else
       return usage(argv[0]);
   }
-  if (a.ncclwatch.empty() || (a.ranks > 0) != (a.steps > 0) || a.kernels < 8 || a.buckets < 1 ||
+  if (a.ncclwatch.empty() || (a.ranks > 0) != (a.steps > 0) || a.kernels < 8 || a.buckets < 1 || a.kernel_gap_ns < 0 ||
       a.ranks_per_host < 1)
     return usage(argv[0]);
   if (a.dir.empty()) {

@@ -284,12 +284,6 @@ struct Judged {
   std::vector<RankBreakdown> breakdowns;
   std::vector<RankActivity> activities;
   std::vector<StepPlan> plans;
-  // As analyze() passes them: per rank index, a pointer to its activity.
-  std::vector<const RankActivity*> activity_of() const {
-    std::vector<const RankActivity*> out;
-    for (const RankActivity& a : activities) out.push_back(&a);
-    return out;
-  }
 };
 
 Judged judge_all(const model::JobTrace& job) {
@@ -382,7 +376,7 @@ TEST(Pattern, TensorParallelAcrossNodes) {
   const Judged j = judge_all(job);
   std::vector<const StepPlan*> plans;
   for (const auto& p : j.plans) plans.push_back(&p);
-  const auto comms = CrossNodeComm::find(job, j.activity_of(), plans);
+  const auto comms = CrossNodeComm::find(job, RankActivities(job, 1), plans);
   ASSERT_EQ(comms.size(), 1u);
   const CrossNodeComm& c = comms[0];
   EXPECT_EQ(c.comm_id, kTp);
@@ -401,7 +395,7 @@ TEST(Pattern, TensorParallelInsideANodeIsFine) {
   const Judged j = judge_all(job);
   std::vector<const StepPlan*> plans;
   for (const auto& p : j.plans) plans.push_back(&p);
-  EXPECT_TRUE(CrossNodeComm::find(job, j.activity_of(), plans).empty());
+  EXPECT_TRUE(CrossNodeComm::find(job, RankActivities(job, 1), plans).empty());
 }
 
 TEST(Pattern, ManyDdpBucketsAcrossNodesAreNotTensorParallel) {
