@@ -464,7 +464,8 @@ void summarize(const std::vector<Point>& points, int fixed_ranks, int fixed_step
 int usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s --ncclwatch PATH [--ranks R --steps S | --points RxS,RxS,...] "
-               "[--kernels K] [--kernel-gap-ns G] [--buckets B] [--ranks-per-host H] [--dir DIR] [--max-disk-gb G] "
+               "[--kernels K] [--kernel-gap-ns G] [--buckets B] [--ranks-per-host H] [--dir DIR] "
+               "[--max-disk-gb G] "
                "[--keep]\n",
                argv0);
   return 2;
@@ -517,8 +518,8 @@ int main(int argc, char** argv) {
     } else
       return usage(argv[0]);
   }
-  if (a.ncclwatch.empty() || (a.ranks > 0) != (a.steps > 0) || a.kernels < 8 || a.buckets < 1 || a.kernel_gap_ns < 0 ||
-      a.ranks_per_host < 1)
+  if (a.ncclwatch.empty() || (a.ranks > 0) != (a.steps > 0) || a.kernels < 8 || a.buckets < 1 ||
+      a.kernel_gap_ns < 0 || a.ranks_per_host < 1)
     return usage(argv[0]);
   if (a.dir.empty()) {
     const char* tmp = std::getenv("TMPDIR");
