@@ -6,7 +6,12 @@
 // bytes against the traces, and whether the two reports are the same but for the node-file note.
 //
 //   ncclwatch_reduce_bench --ncclwatch PATH [--ranks R] [--steps S] [--kernels K]
-//                          [--ranks-per-host H] [--kernel-gap-ns G] [--dir DIR] [--keep]
+//                          [--ranks-per-host H] [--kernel-gap-ns G] [--node-by-node]
+//                          [--dir DIR] [--keep]
+//
+// --node-by-node is the multi-node flow on one disk that cannot hold the whole job: each host's
+// traces are written, reduced (`reduce DIR --host NAME`) and deleted before the next host's, and
+// only the node files are reported (the traces' report, and the comparison, are left out).
 //
 // The traces are synced before the commands run and read from the page cache, as the scale
 // benchmark's are (tests/bench/scale/README.md).
@@ -85,9 +90,67 @@ uint64_t bytes_with(const std::string& dir, const std::string& extension) {
 int usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s --ncclwatch PATH [--ranks R] [--steps S] [--kernels K] "
-               "[--ranks-per-host H] [--kernel-gap-ns G] [--dir DIR] [--keep]\n",
+               "[--ranks-per-host H] [--kernel-gap-ns G] [--node-by-node] [--dir DIR] [--keep]\n",
                argv0);
   return 2;
+}
+
+void sync_dir(const std::string& dir) {
+  if (const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY); fd >= 0) {
+    syncfs(fd);
+    close(fd);
+  }
+}
+
+// --node-by-node: write, reduce and delete one host's traces at a time, then report the node
+// files alone. The exit status.
+int node_by_node(const std::string& exe, const ncclwatch::bench::TrainingJob& job,
+                 const std::string& templ) {
+  const ncclwatch::bench::TrainingTimeline timeline(job);
+  ncclwatch::bench::TrainingJobFiles all;
+  Run reduce;
+  reduce.ok = true;
+  const int hosts = (job.ranks + job.ranks_per_host - 1) / job.ranks_per_host;
+  for (int h = 0; h < hosts; ++h) {
+    for (int r = h * job.ranks_per_host; r < std::min(job.ranks, (h + 1) * job.ranks_per_host);
+         ++r) {
+      const auto one = ncclwatch::bench::TrainingRankWriter(timeline, r).write();
+      all.bytes += one.bytes;
+      all.records += one.records;
+    }
+    sync_dir(job.dir);
+    char host[16];
+    std::snprintf(host, sizeof host, "node%03d", h);
+    const Run one = run({exe, "reduce", job.dir, "--host", host}, templ + "/reduce.txt");
+    reduce.ok = reduce.ok && one.ok;
+    reduce.wall_s += one.wall_s;
+    reduce.cpu_s += one.cpu_s;
+    reduce.peak_rss = std::max(reduce.peak_rss, one.peak_rss);
+    for (const auto& e : fs::directory_iterator(job.dir))
+      if (e.path().extension() == ".trace") fs::remove(e.path());
+  }
+  sync_dir(job.dir);
+  const uint64_t node_bytes = bytes_with(job.dir, ".node");
+  const Run merged =
+      run({exe, "report", job.dir, "--json", templ + "/nodes.json"}, templ + "/nodes.txt");
+  const std::string text = text_of(templ + "/nodes.txt");
+  const bool noted = text.find(ncclwatch::test_support::kNodeFileNote) != std::string::npos;
+  const double records = static_cast<double>(all.records);
+  std::printf(
+      "%d ranks x %d steps x %d kernels, %lld ns apart (%d per host), node by node: %.1f M "
+      "records, traces %.3f GiB (one host's on disk at a time)\n"
+      "  reduce, each host    : %6.2f s wall, %6.2f CPU-s in all, peak RSS %.3f GiB, %.1f M "
+      "records per CPU-s%s\n"
+      "  node files           : %.4f GiB = %.2f %% of the traces\n"
+      "  report of node files : %6.2f s wall, %6.2f CPU-s, peak RSS %.3f GiB%s; note %s\n",
+      job.ranks, job.steps, job.kernels_per_step, static_cast<long long>(job.kernel_gap_ns),
+      job.ranks_per_host, records / 1e6, static_cast<double>(all.bytes) / kGiB, reduce.wall_s,
+      reduce.cpu_s, reduce.peak_rss / kGiB, records / reduce.cpu_s / 1e6,
+      reduce.ok ? "" : " FAILED", static_cast<double>(node_bytes) / kGiB,
+      100.0 * static_cast<double>(node_bytes) / static_cast<double>(all.bytes), merged.wall_s,
+      merged.cpu_s, merged.peak_rss / kGiB, merged.ok ? "" : " FAILED",
+      noted ? "present" : "MISSING");
+  return reduce.ok && merged.ok && noted ? 0 : 1;
 }
 
 }  // namespace
@@ -98,7 +161,7 @@ int main(int argc, char** argv) {
   job.ranks = 64;
   job.steps = 200;
   job.ranks_per_host = 8;
-  bool keep = false;
+  bool keep = false, by_node = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
@@ -116,6 +179,8 @@ int main(int argc, char** argv) {
       job.ranks_per_host = std::atoi(argv[++i]);
     } else if (a == "--dir" && has_value) {
       base = argv[++i];
+    } else if (a == "--node-by-node") {
+      by_node = true;
     } else if (a == "--keep") {
       keep = true;
     } else {
@@ -135,11 +200,13 @@ int main(int argc, char** argv) {
   fs::create_directory(job.dir);
   int rc = 0;
   try {
-    const auto files = write_training_job(ncclwatch::bench::TrainingTimeline(job));
-    if (const int fd = open(job.dir.c_str(), O_RDONLY | O_DIRECTORY); fd >= 0) {
-      syncfs(fd);
-      close(fd);
+    if (by_node) {
+      rc = node_by_node(exe, job, templ);
+      if (!keep) fs::remove_all(templ);
+      return rc;
     }
+    const auto files = write_training_job(ncclwatch::bench::TrainingTimeline(job));
+    sync_dir(job.dir);
     const Run traces =
         run({exe, "report", job.dir, "--json", templ + "/traces.json"}, templ + "/traces.txt");
     const Run reduce = run({exe, "reduce", job.dir, "--all-hosts"}, templ + "/reduce.txt");
