@@ -95,36 +95,68 @@ std::vector<std::vector<double>> cpu_waits(const model::JobTrace& job,
   return out;
 }
 
+// The straggler's mean run-queue wait per steady step and its healthy peers' median (NaN when
+// either is unknown).
+std::pair<double, double> cpu_wait_against_peers(std::size_t r,
+                                                 const std::vector<std::vector<double>>& waits,
+                                                 const std::vector<RankOverlap>& overlaps,
+                                                 const std::vector<bool>& persistent) {
+  const auto all = [](std::size_t) { return true; };
+  const double mine = mean_cpu_wait(waits[r], overlaps[r].plan.warmup, all);
+  std::vector<double> peers;
+  for (std::size_t o = 0; o < waits.size(); ++o) {
+    if (o == r || waits[o].empty() || (o < persistent.size() && persistent[o])) continue;
+    const double w = mean_cpu_wait(waits[o], overlaps[o].plan.warmup, all);
+    if (!std::isnan(w)) peers.push_back(w);
+  }
+  return {mine, peers.empty() ? std::numeric_limits<double>::quiet_NaN() : median(peers)};
+}
+
 // cpu-contention when the straggler's extra run-queue wait per affected step (against its
 // healthy peers', or its other steps') explains a good part of its lateness: a process that
 // waits for a CPU launches its work and enters its collectives late, which the GPU figures
 // see as idle time (host-stall) or host-only records cannot explain at all. Extra compute
-// larger than the extra wait stays gpu-slow: waiting for a CPU does not lengthen kernels.
+// larger than the extra wait stays gpu-slow: waiting for a CPU does not lengthen kernels. Extra
+// GPU idle time more than twice the extra wait stays host-stall: the rank sat on the host for
+// something else (sleep, I/O, a lock), and on a loaded machine every rank's wait differs by
+// milliseconds from its peers' without being the cause.
 void attribute_cpu_wait(Straggler& s, const std::vector<std::vector<double>>& waits,
                         const std::vector<RankOverlap>& overlaps,
                         const std::vector<bool>& persistent) {
   const std::size_t r = s.rank_index;
   if (r >= waits.size() || waits[r].empty()) return;
-  const std::size_t first = overlaps[r].plan.warmup;
   double mine = 0, base = 0, late = 0;
+  bool own = false;
   if (s.pattern == Pattern::kPersistent) {
-    mine = mean_cpu_wait(waits[r], first, [](std::size_t) { return true; });
-    std::vector<double> peers;
-    for (std::size_t o = 0; o < waits.size(); ++o) {
-      if (o == r || waits[o].empty() || (o < persistent.size() && persistent[o])) continue;
-      const double w =
-          mean_cpu_wait(waits[o], overlaps[o].plan.warmup, [](std::size_t) { return true; });
-      if (!std::isnan(w)) peers.push_back(w);
-    }
-    base = peers.empty() ? std::numeric_limits<double>::quiet_NaN() : median(peers);
+    std::tie(mine, base) = cpu_wait_against_peers(r, waits, overlaps, persistent);
     late = s.lateness_ns;
   } else {
     auto in_spikes = [&](std::size_t k) {
       return std::binary_search(s.spike_steps.begin(), s.spike_steps.end(), k);
     };
+    const std::size_t first = overlaps[r].plan.warmup;
     mine = mean_cpu_wait(waits[r], first, in_spikes);
     base = mean_cpu_wait(waits[r], first, [&](std::size_t k) { return !in_spikes(k); });
     late = s.spike_lateness_ns;
+    own = true;
+    // A rank that waits for a CPU at every step, its lateness bunched into spikes by the
+    // scheduler's slices, waits in its other steps as much as in its spikes: then against its
+    // peers, its lateness spread over its steps, when it waits well above them in its other
+    // steps too (a rank stalled on the host every Nth step does not). Only when its GPU figures
+    // named no cause: they compare its spikes with its other steps, as a periodic cause is.
+    const auto [all, peers] = cpu_wait_against_peers(r, waits, overlaps, persistent);
+    const double spread = s.steady_steps > 0
+                              ? s.spike_lateness_ns * static_cast<double>(s.spike_steps.size()) /
+                                    static_cast<double>(s.steady_steps)
+                              : s.spike_lateness_ns;
+    const bool own_explains = !std::isnan(mine) && !std::isnan(base) && mine - base > 0.3 * late;
+    if (!own_explains && s.cause == Cause::kUnknown && !std::isnan(all) && !std::isnan(peers) &&
+        !std::isnan(base) && all - peers > 0.5 * spread && base - peers > 0.5 * spread) {
+      mine = all;
+      base = peers;
+      late = spread;
+      own = false;
+    }
   }
   if (std::isnan(mine) || std::isnan(base)) return;
   CauseEvidence& e = s.evidence;
@@ -133,6 +165,8 @@ void attribute_cpu_wait(Straggler& s, const std::vector<std::vector<double>>& wa
   const double dw = mine - base;
   if (dw <= 0.3 * late) return;
   if (s.cause == Cause::kGpuSlow && e.compute_ns - e.base_compute_ns >= dw) return;
+  if (s.cause == Cause::kHostStall && e.idle_ns - e.base_idle_ns > 2 * dw) return;
+  e.against_own_steps = own;
   s.cause = Cause::kCpuContention;
 }
 

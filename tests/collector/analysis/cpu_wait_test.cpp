@@ -142,5 +142,43 @@ TEST(CpuContention, ExtraComputeLargerThanTheWaitStaysGpuSlow) {
   EXPECT_EQ(run.stragglers[0]["cause"], "gpu-slow") << run.stragglers[0].dump(1);
 }
 
+// A stall of 3 ms per step (sleep, I/O) on a rank that also waits for a CPU ~1.2 ms more per
+// step than its peers (a loaded machine): the wait would pass for a good part of the lateness, but
+// the GPU idles 3 ms more per step, more than twice the extra wait: host-stall, not contention.
+TEST(CpuContention, ExtraIdleMoreThanTwiceTheWaitStaysHostStall) {
+  auto p = testing::sim_params(4, 2);
+  p.jitter_ns = 20'000;
+  p.ranks[1].host_stall_ns = 3'000'000;
+  const SimRun run(p, {0.01, 0.085, 0.01, 0.01});
+  ASSERT_EQ(run.stragglers.size(), 1u) << run.stragglers.dump(1);
+  const auto& s = run.stragglers[0];
+  EXPECT_EQ(s["cause"], "host-stall") << s.dump(1);
+  const double extra =
+      s["cpu_wait_us_per_step"].get<double>() - s["cpu_wait_baseline_us_per_step"].get<double>();
+  EXPECT_GT(extra, 0.3 * 3000) << s.dump(1);  // enough to have been taken for the cause before
+}
+
+// Host-only records, a rank late every 4th step by 8 ms and waiting for a CPU a quarter of its
+// time at every step, its peers 1 %: its spikes wait hardly more than its other steps, but it
+// waits far above its peers in all of them (a rank pinned to a busy core, its lateness bunched by
+// the scheduler): cpu-contention, on its peers. The same spikes without the wait: no cause.
+TEST(CpuContention, WaitingAtEveryStepExplainsLatenessBunchedIntoSpikes) {
+  auto p = testing::sim_params(4, 2);
+  p.jitter_ns = 20'000;
+  p.host_only = true;
+  p.ranks[1].spike_ns = 8'000'000;
+  p.ranks[1].spike_every = 4;
+  const SimRun waits(p, {0.01, 0.25, 0.01, 0.01});
+  ASSERT_EQ(waits.stragglers.size(), 1u) << waits.stragglers.dump(1);
+  const auto& s = waits.stragglers[0];
+  EXPECT_EQ(s["rank"], 1);
+  EXPECT_NE(s["pattern"], "persistent") << s.dump(1);
+  EXPECT_EQ(s["cause"], "cpu-contention") << s.dump(1);
+  EXPECT_NE(s["evidence"].get<std::string>().find("on its peers"), std::string::npos) << s.dump(1);
+  const SimRun alike(p, {0.01, 0.01, 0.01, 0.01});
+  ASSERT_EQ(alike.stragglers.size(), 1u) << alike.stragglers.dump(1);
+  EXPECT_EQ(alike.stragglers[0]["cause"], "unknown") << alike.stragglers[0].dump(1);
+}
+
 }  // namespace
 }  // namespace ncclwatch::analysis
