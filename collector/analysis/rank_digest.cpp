@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <memory>
-#include <unordered_set>
+#include <vector>
 
 #include "analysis/data_support.h"
 #include "analysis/step_breakdown.h"
@@ -60,15 +60,18 @@ bool records_are_one_whole_run(const model::RankTrace& rank) {
 model::DroppedGpuRecords dropped_records_of(const model::RankTrace& rank) {
   model::DroppedGpuRecords d;
   d.kernels = rank.kernels.size();
-  std::unordered_set<uint32_t> ran;
+  // A sorted vector, not a hash set: one node allocation per kernel was a tenth of the reduce.
+  std::vector<uint32_t> ran;
   ran.reserve(rank.kernels.size());
   for (const model::KernelEvent& k : rank.kernels) {
-    ran.insert(k.correlation);
+    ran.push_back(k.correlation);
     const auto f = static_cast<std::size_t>(k.family);
     if (k.nccl && f != 0 && f < d.comm_kernels.size()) ++d.comm_kernels[f];
   }
+  std::sort(ran.begin(), ran.end());
   for (const format::KernelLinkRecord& l : rank.links) {
-    if (!ran.contains(l.correlation)) d.launched_without_kernel.emplace_back(l.comm_id, l.seq);
+    if (!std::binary_search(ran.begin(), ran.end(), l.correlation))
+      d.launched_without_kernel.emplace_back(l.comm_id, l.seq);
   }
   std::sort(d.launched_without_kernel.begin(), d.launched_without_kernel.end());
   d.launched_without_kernel.erase(
