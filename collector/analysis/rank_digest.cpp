@@ -68,7 +68,8 @@ model::DroppedGpuRecords dropped_records_of(const model::RankTrace& rank) {
     const auto f = static_cast<std::size_t>(k.family);
     if (k.nccl && f != 0 && f < d.comm_kernels.size()) ++d.comm_kernels[f];
   }
-  std::sort(ran.begin(), ran.end());
+  // Correlation ids grow with the launches: mostly sorted already.
+  if (!std::is_sorted(ran.begin(), ran.end())) std::sort(ran.begin(), ran.end());
   for (const format::KernelLinkRecord& l : rank.links) {
     if (!std::binary_search(ran.begin(), ran.end(), l.correlation))
       d.launched_without_kernel.emplace_back(l.comm_id, l.seq);

@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <zlib.h>
 
-#include "ncclwatch/fnv1a.h"
 #include "ncclwatch/names.h"
 #include "trace/read_fully.h"
 #include "trace/trace_header_check.h"
@@ -27,8 +27,8 @@ bool read_into(int fd, void* out, std::size_t size, uint64_t offset, std::size_t
 }  // namespace
 
 uint64_t section_checksum(const std::string& bytes) {
-  return format::fnv1a64(format::kFnv1aOffset, reinterpret_cast<const unsigned char*>(bytes.data()),
-                         bytes.size());
+  return crc32_z(crc32_z(0, nullptr, 0), reinterpret_cast<const Bytef*>(bytes.data()),
+                 bytes.size());
 }
 
 std::string node_file_name(const std::string& host, const std::string& job) {

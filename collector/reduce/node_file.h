@@ -4,7 +4,7 @@
 //
 // Layout (little-endian):
 //   NodeFileHeader (256 bytes, versioned)
-//   per rank: SectionHeader {kRankSection, bytes, FNV-1a of the bytes} + the rank's bytes
+//   per rank: SectionHeader {kRankSection, bytes, CRC-32 of the bytes} + the rank's bytes
 //   SectionHeader {kEndSection, 0, ranks}: the file is whole
 // A file is written under a temporary name and renamed when whole, so a reader never sees one
 // being written; a cut or damaged file still gives every rank before the damage (each section
@@ -45,11 +45,12 @@ struct SectionHeader {
   uint32_t kind;  // kRankSection or kEndSection
   uint32_t reserved;
   uint64_t bytes;     // payload that follows (0 for the end)
-  uint64_t checksum;  // FNV-1a 64 of the payload; for the end: the number of rank sections
+  uint64_t checksum;  // CRC-32 of the payload (zlib's); for the end: the number of rank sections
 };
 static_assert(sizeof(SectionHeader) == 24);
 
-// The checksum of a section's bytes (format::fnv1a64).
+// The checksum of a section's bytes: zlib's CRC-32, which reads several bytes a step (FNV-1a,
+// a byte at a time, was 5 % of the reduce and of the merge).
 uint64_t section_checksum(const std::string& bytes);
 
 // "ncclwatch.<host>.<job>.node": the characters a trace file name may not hold become '_'.

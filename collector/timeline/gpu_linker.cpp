@@ -102,7 +102,8 @@ class GpuLinker {
       if (t.kernels[i].correlation != 0) by_correlation_.emplace_back(t.kernels[i].correlation, i);
     }
     // By correlation, then kernel index: a repeated id finds its first kernel, as before.
-    std::sort(by_correlation_.begin(), by_correlation_.end());
+    if (!std::is_sorted(by_correlation_.begin(), by_correlation_.end()))
+      std::sort(by_correlation_.begin(), by_correlation_.end());
   }
 
   LinkStats run() {
