@@ -86,6 +86,16 @@ class ByteReader {
     const uint64_t z = varint();
     return static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1));
   }
+  // `base` plus a signed difference (times are written as differences): a sum past int64 is
+  // damage, not a wrap (0, and the reader stops).
+  int64_t svarint_after(int64_t base) {
+    int64_t sum = 0;
+    if (__builtin_add_overflow(base, svarint(), &sum)) {
+      fail("a time past the range of 64 bits");
+      return 0;
+    }
+    return sum;
+  }
   uint64_t fixed64() {
     if (left() < 8) return truncated(), 0;
     uint64_t v = 0;

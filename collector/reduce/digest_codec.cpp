@@ -30,9 +30,12 @@ bool read_set(ByteReader& r, analysis::IntervalSet& set) {
   int64_t prev = 0;
   for (std::size_t i = 0; i < n && r.ok(); ++i) {
     const uint64_t gap = i == 0 ? 0 : r.varint();
-    const int64_t begin = i == 0 ? r.svarint() : prev + static_cast<int64_t>(gap);
+    int64_t begin = 0;
+    const bool past = i == 0 ? (begin = r.svarint(), false)
+                             : gap > INT64_MAX / 2 ||
+                                   __builtin_add_overflow(prev, static_cast<int64_t>(gap), &begin);
     const uint64_t length = r.varint();
-    if ((i > 0 && (gap == 0 || gap > INT64_MAX / 2)) || length == 0 || length > INT64_MAX / 2 ||
+    if (past || (i > 0 && gap == 0) || length == 0 || length > INT64_MAX / 2 ||
         begin > INT64_MAX - static_cast<int64_t>(length) || (i > 0 && begin <= prev)) {
       r.fail("an interval set whose spans are not sorted and disjoint");
       return false;
@@ -152,7 +155,7 @@ bool read_digest(ByteReader& r, analysis::RankDigest& d) {
   a.source = static_cast<analysis::CommSource>(source);
   a.has_compute = r.u8() != 0;
   a.first_ns = r.svarint();
-  a.last_ns = a.first_ns + r.svarint();
+  a.last_ns = r.svarint_after(a.first_ns);
   if (r.u8() != 0) {
     analysis::IntervalSet windows;
     if (!read_set(r, windows)) return false;

@@ -1,5 +1,8 @@
 #include "reduce/rank_codec.h"
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 
@@ -147,14 +150,17 @@ void read_comms(ByteReader& r, std::vector<model::CommInfo>& comms) {
   }
 }
 
-// Calls in enter order: times as differences, the communicator as its index among the rank's
-// distinct ids, the sequence number as the step from that communicator's previous call (~30
-// bytes a call instead of 80).
+// Calls in enter order: times as differences, the communicator and the stream as their index
+// among the rank's distinct ones, the sequence number as the step from that communicator's
+// previous call, the kernel index as the step from the previous call's (~30 bytes a call instead
+// of 80).
 void write_calls(ByteWriter& w, const std::vector<model::CallEvent>& calls) {
   std::vector<uint64_t> ids;
   std::vector<uint64_t> last_seq;
+  std::vector<uint32_t> streams;
   w.varint(calls.size());
   int64_t prev_enter = 0;
+  int64_t prev_kernel = -1;
   for (const model::CallEvent& c : calls) {
     std::size_t comm = 0;
     while (comm < ids.size() && ids[comm] != c.comm_id) ++comm;
@@ -171,10 +177,18 @@ void write_calls(ByteWriter& w, const std::vector<model::CallEvent>& calls) {
     w.svarint(static_cast<int64_t>(c.seq - last_seq[comm]));
     last_seq[comm] = c.seq;
     w.varint(c.count);
-    w.varint(c.stream);
+    const auto stream = std::find(streams.begin(), streams.end(), c.stream);
+    if (stream == streams.end()) {
+      streams.push_back(c.stream);
+      w.varint(0);
+      w.varint(c.stream);
+    } else {
+      w.varint(static_cast<uint64_t>(stream - streams.begin()) + 1);
+    }
     w.svarint(c.peer);
     w.varint(c.group_id);
-    w.svarint(c.kernel);
+    w.svarint(c.kernel - prev_kernel);
+    prev_kernel = c.kernel;
     w.u8(static_cast<uint8_t>(c.func));
     w.u8(c.datatype);
     w.u8(c.redop);
@@ -193,8 +207,10 @@ void write_calls(ByteWriter& w, const std::vector<model::CallEvent>& calls) {
 void read_calls(ByteReader& r, std::vector<model::CallEvent>& calls) {
   std::vector<uint64_t> ids;
   std::vector<uint64_t> last_seq;
-  calls.resize(r.count(16));
+  std::vector<uint32_t> streams;
+  calls.resize(r.count(15));
   int64_t prev_enter = 0;
+  int64_t prev_kernel = -1;
   for (model::CallEvent& c : calls) {
     const uint64_t comm = r.varint();
     std::size_t at = 0;
@@ -214,23 +230,44 @@ void read_calls(ByteReader& r, std::vector<model::CallEvent>& calls) {
       r.fail("calls out of order (the analyses take them by entry time)");
       return;
     }
-    c.enter_ns = prev_enter + step;
-    c.exit_ns = c.enter_ns + r.svarint();
+    if (__builtin_add_overflow(prev_enter, step, &c.enter_ns)) {
+      r.fail("a time past the range of 64 bits");
+      return;
+    }
+    c.exit_ns = r.svarint_after(c.enter_ns);
     c.seq = last_seq[at] + static_cast<uint64_t>(r.svarint());
     last_seq[at] = c.seq;
     c.count = r.varint();
-    c.stream = static_cast<uint32_t>(r.varint());
+    const uint64_t stream = r.varint();
+    if (stream == 0) {
+      streams.push_back(static_cast<uint32_t>(r.varint()));
+      c.stream = streams.back();
+    } else if (stream <= streams.size()) {
+      c.stream = streams[static_cast<std::size_t>(stream - 1)];
+    } else {
+      r.fail("a call on a stream not seen before");
+      return;
+    }
     c.peer = static_cast<int32_t>(r.svarint());
     c.group_id = static_cast<uint32_t>(r.varint());
-    c.kernel = static_cast<int32_t>(r.svarint());
+    const int64_t step_kernel = r.svarint();  // checked before the sum can overflow
+    constexpr int64_t kFar = int64_t{1} << 33;
+    const int64_t kernel =
+        step_kernel >= -kFar && step_kernel <= kFar ? prev_kernel + step_kernel : int64_t{-2};
+    if (kernel < -1 || kernel > INT32_MAX) {
+      r.fail("a call's kernel index out of range");
+      return;
+    }
+    c.kernel = static_cast<int32_t>(kernel);
+    prev_kernel = kernel;
     c.func = read_enum(r, format::Func::kCount, "NCCL function");
     c.datatype = r.u8();
     c.redop = r.u8();
     c.result = static_cast<int8_t>(r.u8());
     c.flags = r.u8();
     if (r.u8() != 0) {
-      c.gpu_start_ns = c.enter_ns + r.svarint();
-      c.gpu_end_ns = c.gpu_start_ns + r.svarint();
+      c.gpu_start_ns = r.svarint_after(c.enter_ns);
+      c.gpu_end_ns = r.svarint_after(c.gpu_start_ns);
     }
     prev_enter = c.enter_ns;
     if (!r.ok()) return;
@@ -255,7 +292,7 @@ void write_hooked(ByteWriter& w, const model::HookedCall& h) {
 model::HookedCall read_hooked(ByteReader& r) {
   model::HookedCall h;
   h.enter_ns = r.svarint();
-  h.exit_ns = h.enter_ns + r.svarint();
+  h.exit_ns = r.svarint_after(h.enter_ns);
   h.comm_id = r.fixed64();
   h.seq = r.varint();
   h.count = r.varint();
@@ -267,6 +304,68 @@ model::HookedCall read_hooked(ByteReader& r) {
   h.returned = r.u8() != 0;
   h.redop = r.u8();
   return h;
+}
+
+// The drain thread's step summaries in time order: the step number and start as differences from
+// the previous summary's, the first collective's entry and GPU end from the start (each present
+// or not: 0 is "none"), the rest as varints (~30 bytes a step instead of the record's 64).
+void write_steps(ByteWriter& w, const std::vector<format::StepRecord>& steps) {
+  w.varint(steps.size());
+  int64_t prev_start = 0, prev_step = 0;
+  for (const format::StepRecord& s : steps) {
+    w.u8(static_cast<uint8_t>(s.prefix.kind));
+    w.u8(s.prefix.flags);
+    w.u8(s.prefix.u8a);
+    w.u8(s.prefix.u8b);
+    w.varint(s.prefix.tid);
+    w.svarint(static_cast<int64_t>(s.step) - prev_step);
+    prev_step = s.step;
+    w.varint(s.calls);
+    w.svarint(s.start_ns - prev_start);
+    prev_start = s.start_ns;
+    w.u8((s.arrive_ns != 0 ? 1 : 0) | (s.sync_ns != 0 ? 2 : 0));
+    if (s.arrive_ns != 0) w.svarint(s.arrive_ns - s.start_ns);
+    if (s.sync_ns != 0) w.svarint(s.sync_ns - s.start_ns);
+    w.varint(s.duration_us);
+    w.varint(s.compute_us);
+    w.varint(s.exposed_us);
+    w.varint(s.idle_us);
+    w.varint(s.bytes);
+  }
+}
+
+uint32_t read_u32(ByteReader& r) {
+  const uint64_t v = r.varint();
+  if (v > UINT32_MAX) r.fail("a 32-bit field past 32 bits");
+  return static_cast<uint32_t>(v);
+}
+
+void read_steps(ByteReader& r, std::vector<format::StepRecord>& steps) {
+  steps.resize(r.count(15));
+  int64_t prev_start = 0, prev_step = 0;
+  for (format::StepRecord& s : steps) {
+    s.prefix.kind = static_cast<format::RecordKind>(r.u8());
+    s.prefix.flags = r.u8();
+    s.prefix.u8a = r.u8();
+    s.prefix.u8b = r.u8();
+    s.prefix.tid = read_u32(r);
+    const int64_t step = r.svarint_after(prev_step);
+    if (step < 0 || step > UINT32_MAX) r.fail("a step number past 32 bits");
+    s.step = static_cast<uint32_t>(step);
+    prev_step = step;
+    s.calls = read_u32(r);
+    s.start_ns = r.svarint_after(prev_start);
+    prev_start = s.start_ns;
+    const uint8_t present = r.u8();
+    s.arrive_ns = (present & 1) != 0 ? r.svarint_after(s.start_ns) : 0;
+    s.sync_ns = (present & 2) != 0 ? r.svarint_after(s.start_ns) : 0;
+    s.duration_us = read_u32(r);
+    s.compute_us = read_u32(r);
+    s.exposed_us = read_u32(r);
+    s.idle_us = read_u32(r);
+    s.bytes = r.varint();
+    if (!r.ok()) return;
+  }
 }
 
 void write_small_records(ByteWriter& w, const model::RankTrace& t) {
@@ -291,8 +390,7 @@ void write_small_records(ByteWriter& w, const model::RankTrace& t) {
   w.varint(t.never_returned.size());
   for (const model::HookedCall& h : t.never_returned) write_hooked(w, h);
   write_hooked(w, t.last_returned);
-  w.varint(t.steps.size());
-  for (const format::StepRecord& s : t.steps) w.pod(s);
+  write_steps(w, t.steps);
   w.varint(t.windows.size());
   for (const model::WindowMark& m : t.windows) {
     w.varint(m.id);
@@ -314,8 +412,8 @@ void read_small_records(ByteReader& r, model::RankTrace& t) {
   t.ranges.resize(r.count(4));
   int64_t prev = 0;
   for (model::RangeEvent& e : t.ranges) {
-    e.start_ns = prev + r.svarint();
-    e.end_ns = e.start_ns + r.svarint();
+    e.start_ns = r.svarint_after(prev);
+    e.end_ns = r.svarint_after(e.start_ns);
     e.name = static_cast<uint32_t>(r.varint());
     e.tid = static_cast<uint32_t>(r.varint());
     prev = e.start_ns;
@@ -336,8 +434,7 @@ void read_small_records(ByteReader& r, model::RankTrace& t) {
   t.never_returned.resize(r.count(19));
   for (model::HookedCall& h : t.never_returned) h = read_hooked(r);
   t.last_returned = read_hooked(r);
-  t.steps.resize(r.count(sizeof(format::StepRecord)));
-  for (format::StepRecord& s : t.steps) s = r.pod<format::StepRecord>();
+  read_steps(r, t.steps);
   t.windows.resize(r.count(11));
   for (model::WindowMark& m : t.windows) {
     m.id = r.varint();

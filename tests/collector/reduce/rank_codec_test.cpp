@@ -3,6 +3,7 @@
 // not a whole rank are refused, never read past.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 #include <string>
 
@@ -97,12 +98,19 @@ TEST(RankCodec, EveryFieldOfACallSurvives) {
   d.enter_ns = c.enter_ns;  // an equal time: calls of one instant
   d.seq = 3;                // a step back on the same comm (another comm's seq interleaved)
   d.gpu_start_ns = d.gpu_end_ns = 0;
-  node.rank.calls = {c, d};
+  // Streams and kernel indices are written against those before: a new stream, the first one
+  // again, kernel indices up, down and none.
+  model::CallEvent e = d, f = c;
+  e.enter_ns = f.enter_ns = c.enter_ns + 1;
+  e.stream = 7;
+  e.kernel = 400'000;
+  f.kernel = 12;
+  node.rank.calls = {c, d, e, f};
   NodeRank back;
   std::string error;
   ASSERT_TRUE(decode_rank(encode_rank(node, ""), "", back, error)) << error;
-  ASSERT_EQ(back.rank.calls.size(), 2u);
-  for (std::size_t i = 0; i < 2; ++i) {
+  ASSERT_EQ(back.rank.calls.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
     const model::CallEvent& x = node.rank.calls[i];
     const model::CallEvent& y = back.rank.calls[i];
     EXPECT_EQ(x.enter_ns, y.enter_ns);
@@ -122,6 +130,57 @@ TEST(RankCodec, EveryFieldOfACallSurvives) {
     EXPECT_EQ(x.gpu_start_ns, y.gpu_start_ns);
     EXPECT_EQ(x.gpu_end_ns, y.gpu_end_ns);
   }
+}
+
+TEST(RankCodec, EveryFieldOfAStepSummarySurvives) {
+  NodeRank node;
+  format::StepRecord a{};
+  a.prefix = {format::RecordKind::kStep, 0x81, 2, 3, 4321};
+  a.step = 1'000'000;
+  a.calls = 17;
+  a.start_ns = 5'000'000'000;
+  a.arrive_ns = a.start_ns + 30'000'000;
+  a.sync_ns = a.start_ns - 1;  // on the host clock: any order
+  a.duration_us = 100'000;
+  a.compute_us = UINT32_MAX;  // not measured
+  a.exposed_us = 0;
+  a.idle_us = 7;
+  a.bytes = 1ULL << 40;
+  format::StepRecord b = a;
+  b.step = 3;  // numbers start again (learned steps after seconds of the clock)
+  b.start_ns = a.start_ns + 100'000'000;
+  b.arrive_ns = 0;  // none
+  b.sync_ns = 0;
+  node.rank.steps = {a, b};
+  NodeRank back;
+  std::string error;
+  ASSERT_TRUE(decode_rank(encode_rank(node, ""), "", back, error)) << error;
+  ASSERT_EQ(back.rank.steps.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i)
+    EXPECT_EQ(std::memcmp(&back.rank.steps[i], &node.rank.steps[i], sizeof(format::StepRecord)), 0)
+        << i;
+}
+
+// A time difference that would carry a time past 64 bits is damage: refused, not wrapped (the
+// UBSan build runs this too).
+TEST(RankCodec, ATimePastSixtyFourBitsIsRefused) {
+  NodeRank node;
+  model::CallEvent c;
+  c.enter_ns = INT64_MAX - 10;
+  c.exit_ns = INT64_MAX;
+  node.rank.calls = {c};
+  NodeRank back;
+  std::string error;
+  ASSERT_TRUE(decode_rank(encode_rank(node, ""), "", back, error)) << error;
+  EXPECT_EQ(back.rank.calls[0].exit_ns, INT64_MAX);
+  ByteWriter w;
+  w.svarint(INT64_MAX);
+  w.svarint(1);
+  ByteReader r(w.bytes());
+  EXPECT_EQ(r.svarint_after(0), INT64_MAX);
+  EXPECT_EQ(r.svarint_after(INT64_MAX), 0);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("past the range"), std::string::npos) << r.error();
 }
 
 TEST(RankCodec, CallsOutOfOrderAreRefused) {
