@@ -2,18 +2,12 @@
 
 #include <algorithm>
 
+#include "model/leb128.h"
+
 namespace ncclwatch::analysis {
 namespace {
 
-void put_varint(std::vector<uint8_t>& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<uint8_t>((v & 0x7f) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<uint8_t>(v));
-}
-
-// The bytes were written by put_varint from this process's own sets: no bounds to check
+// The bytes were written by model::put_leb128 from this process's own sets: no bounds to check
 // beyond the end of the buffer.
 uint64_t get_varint(const uint8_t*& p) {
   uint64_t v = 0;
@@ -38,8 +32,8 @@ PackedIntervalSet::PackedIntervalSet(const IntervalSet& set) : count_(set.size()
       prev_end = s.begin;  // the mark holds the begin: the gap written is 0
     }
     // IntervalSet's invariant: sorted, disjoint, non-empty; both numbers are >= 0.
-    put_varint(bytes_, static_cast<uint64_t>(s.begin - prev_end));
-    put_varint(bytes_, static_cast<uint64_t>(s.end - s.begin));
+    model::put_leb128(bytes_, static_cast<uint64_t>(s.begin - prev_end));
+    model::put_leb128(bytes_, static_cast<uint64_t>(s.end - s.begin));
     prev_end = s.end;
   }
   back_end_ = spans.empty() ? 0 : spans.back().end;

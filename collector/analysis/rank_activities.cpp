@@ -61,16 +61,7 @@ std::shared_ptr<const IntervalSet> RankActivities::compute(std::size_t i) const 
 
 RankActivity RankActivities::clip(std::size_t i, int64_t from, int64_t to) const {
   if (const auto& d = job_->ranks[i].digest) return d->activity.clip(from, to);
-  const RankActivity& a = held_[i];
-  RankActivity out;
-  out.comm = a.comm.clip(from, to);
-  out.compute = a.compute.clip(from, to);
-  out.busy = a.busy.clip(from, to);
-  out.source = a.source;
-  out.has_compute = a.has_compute;
-  out.first_ns = a.first_ns;
-  out.last_ns = a.last_ns;
-  return out;
+  return held_[i].clip(from, to);
 }
 
 }  // namespace ncclwatch::analysis

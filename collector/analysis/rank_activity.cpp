@@ -30,6 +30,18 @@ const char* to_string(CommSource source) {
   return "none (host-only records)";
 }
 
+RankActivity RankActivity::clip(int64_t from, int64_t to) const {
+  RankActivity out;  // not a copy of *this: the sets are the whole rank's
+  out.source = source;
+  out.has_compute = has_compute;
+  out.first_ns = first_ns;
+  out.last_ns = last_ns;
+  out.comm = comm.clip(from, to);
+  out.compute = compute.clip(from, to);
+  out.busy = busy.clip(from, to);
+  return out;
+}
+
 RankActivity RankActivity::of(const model::RankTrace& rank) {
   RankActivity a;
   std::vector<Interval> comm, compute, busy;

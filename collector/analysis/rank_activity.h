@@ -30,6 +30,8 @@ struct RankActivity {
   int64_t last_ns = 0;
 
   static RankActivity of(const model::RankTrace& rank);
+  // Every set clipped to [from, to); the rest as it is.
+  RankActivity clip(int64_t from, int64_t to) const;
 };
 
 }  // namespace ncclwatch::analysis

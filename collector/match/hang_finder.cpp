@@ -212,6 +212,14 @@ std::vector<int32_t> expected_members(model::HangVerdict& v,
   return members;
 }
 
+// The verdict's `since` is the earliest entry into the stuck call: `enter_ns` on `rank`'s clock.
+void take_entry(model::HangVerdict& v, const model::RankTrace& rank, int64_t enter_ns) {
+  if (enter_ns >= v.since_ns) return;
+  v.since_ns = enter_ns;
+  const int64_t off = rank.info.wall_offset_ns;
+  v.since_wall_ns = off != 0 ? enter_ns + off : 0;
+}
+
 // 1. Entry evidence: the ranks inside the call most of them wait in, and who never entered it.
 void hang_from_entry_evidence(model::HangVerdict& v, const std::vector<const Waiter*>& chosen,
                               const model::JobTrace& job, const model::MatchResult& match,
@@ -228,11 +236,7 @@ void hang_from_entry_evidence(model::HangVerdict& v, const std::vector<const Wai
   std::set<int32_t> waiting;
   for (const auto* w : chosen) {
     waiting.insert(w->rank);
-    if (w->enter_ns < v.since_ns) {
-      v.since_ns = w->enter_ns;
-      const int64_t off = job.ranks[w->rank_index].info.wall_offset_ns;
-      v.since_wall_ns = off != 0 ? w->enter_ns + off : 0;
-    }
+    take_entry(v, job.ranks[w->rank_index], w->enter_ns);
     v.waited_ns = std::max(v.waited_ns, w->seen_ns - w->enter_ns);
   }
   // Ranks that entered the same unfinished instance and came back out of it (NCCL's timeout
@@ -249,11 +253,7 @@ void hang_from_entry_evidence(model::HangVerdict& v, const std::vector<const Wai
         for (const auto& c : job.ranks[it->second].calls) {
           if (c.comm_id != v.comm_id || c.seq != v.seq || !format::is_collective(c.func)) continue;
           v.waited_ns = std::max(v.waited_ns, c.exit_ns - c.enter_ns);
-          if (c.enter_ns < v.since_ns) {
-            v.since_ns = c.enter_ns;
-            const int64_t off = job.ranks[it->second].info.wall_offset_ns;
-            v.since_wall_ns = off != 0 ? c.enter_ns + off : 0;
-          }
+          take_entry(v, job.ranks[it->second], c.enter_ns);
         }
       }
     }
@@ -301,11 +301,7 @@ void hang_from_incomplete_runs(model::HangVerdict& v, const model::JobTrace& job
     for (const auto& c : job.ranks[it->second].calls) {
       if (c.comm_id != v.comm_id || c.seq != v.seq || !format::is_collective(c.func)) continue;
       v.bytes = c.bytes();
-      if (c.enter_ns < v.since_ns) {
-        v.since_ns = c.enter_ns;
-        const int64_t off = job.ranks[it->second].info.wall_offset_ns;
-        v.since_wall_ns = off != 0 ? c.enter_ns + off : 0;
-      }
+      take_entry(v, job.ranks[it->second], c.enter_ns);
     }
   }
   if (v.since_ns == INT64_MAX) v.since_ns = 0;

@@ -11,18 +11,14 @@
 #include <string_view>
 #include <type_traits>
 
+#include "model/leb128.h"
+
 namespace ncclwatch::reduce {
 
 class ByteWriter {
  public:
   void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
-  void varint(uint64_t v) {
-    while (v >= 0x80) {
-      out_.push_back(static_cast<char>((v & 0x7f) | 0x80));
-      v >>= 7;
-    }
-    out_.push_back(static_cast<char>(v));
-  }
+  void varint(uint64_t v) { model::put_leb128(out_, v); }
   void svarint(int64_t v) {
     varint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));  // zig-zag
   }
