@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace ncclwatch::shim {
@@ -10,29 +11,76 @@ namespace {
 constexpr double kAgreement = 0.97;
 constexpr int64_t kGapFloorNs = 1000;  // gaps below are "back to back"
 constexpr double kMinGapJump = 1.5;    // wide gaps are at least this much wider than narrow ones
-constexpr std::size_t kMaxMultiple = 64;
+// Gaps at the phases of a period are alike (no step there) within this factor: below
+// kMinGapJump, so that a step too faint to be learned from (wide gaps 1.2-1.5x the narrow ones)
+// is not taken for one collective per step either.
+constexpr double kFlatJump = 1.2;
 
-// Does period P (phase o relative to `from`) explain the gaps: at least 3/4 of the gaps before
-// phase-o calls are >= threshold, at most 1/4 of the others are?
-bool explains(const std::vector<int64_t>& gaps, std::size_t from, std::size_t P, int64_t threshold,
-              std::size_t& phase) {
-  std::vector<std::size_t> wide(P, 0), count(P, 0);
-  std::size_t wide_total = 0, total = 0;
-  for (std::size_t i = std::max<std::size_t>(from, 1); i < gaps.size(); ++i) {
-    const std::size_t o = (i - from) % P;
-    const bool is_wide = gaps[i] >= threshold;
-    wide[o] += is_wide;
-    ++count[o];
-    wide_total += is_wide;
-    ++total;
+// The gaps from `from` on (index 0 = gaps[from]), with those far below the wide ones floored:
+// launch jitter (1 us vs 7 us is a big ratio) is no step structure.
+std::vector<int64_t> floored_gaps(const std::vector<int64_t>& gaps, std::size_t from) {
+  std::vector<int64_t> g(gaps.begin() + static_cast<std::ptrdiff_t>(std::min(from, gaps.size())),
+                         gaps.end());
+  if (g.empty()) return g;
+  std::vector<int64_t> sorted = g;
+  const auto q90 =
+      sorted.begin() + static_cast<std::ptrdiff_t>(0.9 * static_cast<double>(sorted.size() - 1));
+  std::nth_element(sorted.begin(), q90, sorted.end());
+  const int64_t floor = std::max(kGapFloorNs, *q90 / 20);
+  for (int64_t& x : g) x = std::max(x, floor);
+  return g;
+}
+
+// The q-quantile (lower) of the gaps g[o], g[o + P], ...; `scratch` is reused.
+int64_t phase_quantile(const std::vector<int64_t>& g, std::size_t P, std::size_t o, double q,
+                       std::vector<int64_t>& scratch) {
+  scratch.clear();
+  for (std::size_t k = o; k < g.size(); k += P) scratch.push_back(g[k]);
+  const auto at =
+      scratch.begin() + static_cast<std::ptrdiff_t>(q * static_cast<double>(scratch.size() - 1));
+  std::nth_element(scratch.begin(), at, scratch.end());
+  return *at;
+}
+
+// Is P calls a step of the gaps g, starting at phase o? Robust statistics rather than counts
+// of threshold crossings, because a busy machine adds gaps of 0.1-20 ms (a preempted thread) to
+// a sizeable fraction of the calls at any phase:
+//  - the median gap at o is kMinGapJump times the largest median at the other phases (a random
+//    extra gap shifts a median only where half the gaps of that phase have one);
+//  - nearly all gaps at o (7/8) are above the threshold between the two, in each half of them
+//    (the phases o and o + P of twice the step): at half the true step, phase o holds the
+//    step's wide gaps and as many narrow ones, and noise widening some of the narrow ones can
+//    lift its median, but one half of it is then the narrow phase of the true step;
+//  - at every other phase at least half the gaps are below it (twice the step has two wide
+//    phases; a period unrelated to the step mixes wide and narrow gaps at every phase).
+// Extra gaps only widen gaps, so the wide phase of the true step passes whatever the noise.
+bool step_at(const std::vector<int64_t>& g, std::size_t P, std::size_t per_half_phase,
+             std::size_t& phase) {
+  if (P < 2 || g.size() < 2 * P * per_half_phase) return false;
+  std::vector<int64_t> scratch, median(P);
+  for (std::size_t o = 0; o < P; ++o) median[o] = phase_quantile(g, P, o, 0.5, scratch);
+  const std::size_t o =
+      static_cast<std::size_t>(std::max_element(median.begin(), median.end()) - median.begin());
+  int64_t second = 0;
+  for (std::size_t i = 0; i < P; ++i)
+    if (i != o) second = std::max(second, median[i]);
+  if (static_cast<double>(median[o]) < kMinGapJump * static_cast<double>(second)) return false;
+  const double threshold = std::sqrt(static_cast<double>(median[o]) * static_cast<double>(second));
+  std::size_t below[2] = {0, 0}, count[2] = {0, 0};
+  for (std::size_t k = o, j = 0; k < g.size(); k += P, ++j) {
+    below[j % 2] += static_cast<double>(g[k]) < threshold;
+    ++count[j % 2];
   }
-  std::size_t best = 0;
-  for (std::size_t o = 1; o < P; ++o)
-    if (wide[o] > wide[best]) best = o;
-  if (count[best] == 0 || 4 * wide[best] < 3 * count[best]) return false;
-  const std::size_t other_wide = wide_total - wide[best], others = total - count[best];
-  if (4 * other_wide > others) return false;
-  phase = best;
+  for (int h = 0; h < 2; ++h)
+    if (8 * below[h] > count[h]) return false;
+  for (std::size_t i = 0; i < P; ++i) {
+    if (i == o) continue;
+    std::size_t narrow = 0, n = 0;
+    for (std::size_t k = i; k < g.size(); k += P, ++n)
+      narrow += static_cast<double>(g[k]) < threshold;
+    if (2 * narrow < n) return false;
+  }
+  phase = o;
   return true;
 }
 
@@ -69,51 +117,40 @@ std::size_t StepLearner::token_period(const std::vector<uint64_t>& tokens, std::
 }
 
 bool StepLearner::gap_period(const std::vector<int64_t>& gaps, std::size_t from, std::size_t p,
-                             std::size_t& period, std::size_t& phase) {
-  std::vector<int64_t> sorted;
-  for (std::size_t i = std::max<std::size_t>(from, 1); i < gaps.size(); ++i)
-    sorted.push_back(gaps[i]);
-  if (sorted.size() < 4 || p == 0) return false;
-  // Launch jitter far below the wide gaps (1 us vs 7 us is a big ratio) is no step structure.
-  const auto q90 =
-      sorted.begin() + static_cast<std::ptrdiff_t>(0.9 * static_cast<double>(sorted.size() - 1));
-  std::nth_element(sorted.begin(), q90, sorted.end());
-  const int64_t floor = std::max(kGapFloorNs, *q90 / 20);
-  for (int64_t& g : sorted) g = std::max(g, floor);
-  std::sort(sorted.begin(), sorted.end());
-  std::vector<std::pair<double, int64_t>> cuts;  // (ratio, threshold between narrow and wide)
-  for (std::size_t j = 0; j + 1 < sorted.size(); ++j) {
-    const double ratio = static_cast<double>(sorted[j + 1]) / static_cast<double>(sorted[j]);
-    if (ratio >= kMinGapJump)
-      cuts.emplace_back(ratio, static_cast<int64_t>(std::sqrt(static_cast<double>(sorted[j]) *
-                                                              static_cast<double>(sorted[j + 1]))));
+                             std::size_t per_half_phase, std::size_t& period, std::size_t& phase) {
+  if (p == 0) return false;
+  const std::vector<int64_t> g = floored_gaps(gaps, std::max<std::size_t>(from, 1));
+  bool found = false;
+  for (std::size_t m = 1; m <= kMaxMultiple && 2 * m * p * per_half_phase <= g.size(); ++m) {
+    std::size_t o = 0;
+    if (!step_at(g, m * p, per_half_phase, o)) continue;
+    // Two candidates: the gaps are not clear (the rules above leave one for any clear step);
+    // deciding now could differ between ranks.
+    if (found) return false;
+    found = true;
+    period = m * p;
+    phase = o;
   }
-  std::sort(cuts.begin(), cuts.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first; });
-  const std::size_t n = gaps.size() - from;
-  for (std::size_t c = 0; c < cuts.size() && c < 8; ++c) {
-    // The typical spacing of wide gaps, rounded to a multiple of p; neighbours tried too.
-    std::vector<std::size_t> spacing;
-    std::size_t prev = 0;
-    for (std::size_t i = std::max<std::size_t>(from, 1); i < gaps.size(); ++i) {
-      if (gaps[i] < cuts[c].second) continue;
-      if (prev != 0) spacing.push_back(i - prev);
-      prev = i;
+  return found;
+}
+
+bool StepLearner::gaps_flat(const std::vector<int64_t>& gaps, std::size_t from,
+                            std::size_t max_period, std::size_t per_phase) {
+  const std::vector<int64_t> g = floored_gaps(gaps, std::max<std::size_t>(from, 1));
+  if (max_period < 2 || g.size() < max_period * per_phase) return false;
+  std::vector<int64_t> scratch;
+  for (std::size_t P = 2; P <= max_period; ++P) {
+    // The lower quartile: random extra gaps move it only where 3/4 of a phase's gaps have one,
+    // and the wide phase of a step keeps it wide.
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+    for (std::size_t o = 0; o < P; ++o) {
+      const int64_t q = phase_quantile(g, P, o, 0.25, scratch);
+      lo = std::min(lo, q);
+      hi = std::max(hi, q);
     }
-    if (spacing.empty()) continue;
-    const auto mid = spacing.begin() + static_cast<std::ptrdiff_t>(spacing.size() / 2);
-    std::nth_element(spacing.begin(), mid, spacing.end());
-    const std::size_t m = std::max<std::size_t>(1, (*mid + p / 2) / p);
-    for (std::size_t mm : {m, m - 1, m + 1}) {
-      // One call per step "explains" any cut: no evidence of a step.
-      if (mm == 0 || mm > kMaxMultiple || mm * p < 2 || 3 * mm * p > n) continue;
-      if (explains(gaps, from, mm * p, cuts[c].second, phase)) {
-        period = mm * p;
-        return true;
-      }
-    }
+    if (static_cast<double>(hi) >= kFlatJump * static_cast<double>(lo)) return false;
   }
-  return false;
+  return true;
 }
 
 void StepLearner::reset() {
@@ -128,7 +165,7 @@ StepLearner::State StepLearner::add(const Call& call) {
   calls_.push_back(call);
   if (calls_.size() >= next_try_) {
     next_try_ *= 2;
-    if (learn(calls_.size() >= kConfirmCalls)) {
+    if (learn(false)) {
       state_ = State::kLearned;
       calls_ = {};
     } else if (calls_.size() >= kMaxCalls) {
@@ -147,7 +184,7 @@ StepLearner::State StepLearner::conclude() {
   return state_;
 }
 
-bool StepLearner::learn(bool unconfirmed_ok) {
+bool StepLearner::learn(bool at_end) {
   // Calls come in the order their records were drained; a step is counted in seq order.
   std::vector<Call> c = calls_;
   std::sort(c.begin(), c.end(), [](const Call& a, const Call& b) { return a.seq < b.seq; });
@@ -160,15 +197,25 @@ bool StepLearner::learn(bool unconfirmed_ok) {
     gaps.push_back(i == 0 ? 0 : std::max<int64_t>(c[i].enter_ns - c[i - 1].enter_ns, 0));
   }
   // The first quarter (initial broadcasts, warm-up steps) is left out of the search.
-  const std::size_t from = c.size() / 4;
+  const std::size_t from = std::max<std::size_t>(c.size() / 4, 1);
   const std::size_t p = token_period(tokens, from);
   if (p == 0) return false;
   std::size_t period = p, phase = 0;
-  if (!gap_period(gaps, from, p, period, phase)) {
-    // Every call alike and no gap confirms a step: wait for more steps (see kConfirmCalls).
-    if (p == 1 && !unconfirmed_ok) return false;
+  const std::size_t per_half_phase = at_end ? kGapsPerHalfPhaseAtEnd : kGapsPerHalfPhase;
+  if (!gap_period(gaps, from, p, per_half_phase, period, phase)) {
     period = p;
-    phase = widest_gap_phase(gaps, from, p);
+    if (p == 1) {
+      // Every call alike and no step in the gaps: one collective per step only when the gaps
+      // are flat at every candidate step (else the step is there, not yet clear: wait, and give
+      // up at kMaxCalls rather than make every bucket a step). At the end of a run, with what
+      // gaps there are.
+      const std::size_t max_period =
+          at_end ? std::min(kMaxMultiple, (gaps.size() - from) / kFlatGapsPerPhase) : kMaxMultiple;
+      if (!gaps_flat(gaps, from, max_period, kFlatGapsPerPhase)) return false;
+    } else {
+      // Distinct collectives: the tokens say the step; the gaps only place its start.
+      phase = widest_gap_phase(gaps, from, p);
+    }
   }
   if (period > std::numeric_limits<uint32_t>::max()) return false;
   const Call& first = c[from + phase];

@@ -31,18 +31,28 @@ class StepLearner {
   };
   enum class State { kLearning, kLearned, kFailed };
 
-  // Calls looked at before giving up (no repeating pattern: steps then come from the clock).
+  // Calls looked at before giving up (no repeating pattern, or gaps that never clearly show the
+  // step: steps then come from the clock).
   static constexpr std::size_t kMaxCalls = 3072;
 
-  // Below this many calls, a token period of 1 (every call alike: equal buckets) whose gaps show
-  // no step is not taken yet: on a busy machine a few preempted gaps in the first steps hide the
-  // wide gap before each step's first bucket, and period 1 would make every bucket a step.
-  static constexpr std::size_t kConfirmCalls = 96;
+  // Gaps at each phase of twice a candidate step before the gaps may decide it: a busy machine
+  // (CPU contention) adds random gaps of milliseconds to a sizeable fraction of the calls, and
+  // with fewer gaps per phase a phase that mixes wide and narrow gaps (half the true step) can
+  // look wide throughout by chance. 16 per half-phase: 4 equal buckets per step are decided at
+  // 192 calls, 64 at 3072. At the end of a run (conclude) 8 suffice.
+  static constexpr std::size_t kGapsPerHalfPhase = 16;
+  static constexpr std::size_t kGapsPerHalfPhaseAtEnd = 8;
+  // Every call alike (token period 1) is one collective per step only when the gaps show no
+  // larger step at any candidate up to kMaxMultiple calls, with this many gaps per phase: taken
+  // at 768 calls, never earlier, so that no rank takes period 1 while another, whose noise hid
+  // the step less, finds the true one.
+  static constexpr std::size_t kFlatGapsPerPhase = 8;
+  static constexpr std::size_t kMaxMultiple = 64;
 
   // Adds the next collective; tries to learn at 24, 48, 96, ... calls. Returns state().
   State add(const Call& call);
-  // The run ends while learning: takes the token period even without the gaps' confirmation (a
-  // short job of one collective per step). Returns state().
+  // The run ends while learning: decides with fewer gaps per phase; a token period of 1 is taken
+  // if the gaps there are show no step (a short job of one collective per step). Returns state().
   State conclude();
   State state() const { return state_; }
   const StepPattern& pattern() const { return pattern_; }
@@ -52,13 +62,21 @@ class StepLearner {
   // Exposed for tests. The smallest period p of tokens[from..] (repeats for >= 97% of the
   // positions, at least three times over), 0 if none.
   static std::size_t token_period(const std::vector<uint64_t>& tokens, std::size_t from);
-  // The step period among multiples of `p` that the gaps before calls explain (one wide gap per
-  // step); false if none does. `phase` is an index into gaps, relative to `from`.
+  // The step period among multiples of `p` (up to kMaxMultiple) that the gaps before calls
+  // explain: exactly one multiple P has one phase whose gaps are wide throughout (in both halves
+  // of it at 2P) while most gaps at each other phase are narrow; false if none or more than one
+  // does. Gaps are looked at from index `from` (>= 1: gaps[0] has no call before it); `phase` is
+  // relative to `from`; `per_half_phase`: kGapsPerHalfPhase or kGapsPerHalfPhaseAtEnd.
   static bool gap_period(const std::vector<int64_t>& gaps, std::size_t from, std::size_t p,
-                         std::size_t& period, std::size_t& phase);
+                         std::size_t per_half_phase, std::size_t& period, std::size_t& phase);
+  // True when the gaps from `from` on show no step of 2..max_period calls: at each such period,
+  // the lower quartiles of the gaps at its phases are within 1.2x of each other. False
+  // also when there are fewer than `per_phase` gaps per phase for any of those periods.
+  static bool gaps_flat(const std::vector<int64_t>& gaps, std::size_t from, std::size_t max_period,
+                        std::size_t per_phase);
 
  private:
-  bool learn(bool unconfirmed_ok);
+  bool learn(bool at_end);
 
   std::vector<Call> calls_;
   std::size_t next_try_ = 24;
