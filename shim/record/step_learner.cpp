@@ -36,6 +36,7 @@ int64_t phase_quantile(const std::vector<int64_t>& g, std::size_t P, std::size_t
                        std::vector<int64_t>& scratch) {
   scratch.clear();
   for (std::size_t k = o; k < g.size(); k += P) scratch.push_back(g[k]);
+  if (scratch.empty()) return 0;
   const auto at =
       scratch.begin() + static_cast<std::ptrdiff_t>(q * static_cast<double>(scratch.size() - 1));
   std::nth_element(scratch.begin(), at, scratch.end());
@@ -73,6 +74,20 @@ bool step_at(const std::vector<int64_t>& g, std::size_t P, std::size_t per_half_
   }
   for (int h = 0; h < 2; ++h)
     if (8 * below[h] > count[h]) return false;
+  // The step phase is alike throughout: in 2 or 3 interleaved parts (the phases o, o + P, ... of
+  // 2P or 3P) its median gaps are within kMinGapJump of each other. A pattern of gaps "wide,
+  // narrow, half-wide, narrow" (the rank's own delay before one bucket in the middle of a step,
+  // seen under fake_train beside CPU hogs) is a step of 4 calls, not 2, on that rank; taking 2
+  // would differ from the ranks without that delay.
+  for (std::size_t r = 2; r <= 3; ++r) {
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+    for (std::size_t part = 0; part < r; ++part) {
+      const int64_t m = phase_quantile(g, r * P, o + part * P, 0.5, scratch);
+      lo = std::min(lo, m);
+      hi = std::max(hi, m);
+    }
+    if (static_cast<double>(hi) >= kMinGapJump * static_cast<double>(lo)) return false;
+  }
   for (std::size_t i = 0; i < P; ++i) {
     if (i == o) continue;
     std::size_t narrow = 0, n = 0;
