@@ -31,9 +31,12 @@ class StepLearner {
   };
   enum class State { kLearning, kLearned, kFailed };
 
-  // Calls looked at before giving up (no repeating pattern, or gaps that never clearly show the
-  // step: steps then come from the clock).
+  // Calls looked at before giving up (no repeating pattern: steps then come from the clock).
   static constexpr std::size_t kMaxCalls = 3072;
+  // Equal collectives whose gaps neither show a step nor are flat (a busy machine hides the
+  // step): the newest kMaxCalls calls are looked at again every kMaxCalls / 4 calls, up to this
+  // many calls in all; then steps come from the clock.
+  static constexpr std::size_t kMaxUnclearCalls = 8 * kMaxCalls;
 
   // Gaps at each phase of twice a candidate step before the gaps may decide it: a busy machine
   // (CPU contention) adds random gaps of milliseconds to a sizeable fraction of the calls, and
@@ -49,7 +52,8 @@ class StepLearner {
   static constexpr std::size_t kFlatGapsPerPhase = 8;
   static constexpr std::size_t kMaxMultiple = 64;
 
-  // Adds the next collective; tries to learn at 24, 48, 96, ... calls. Returns state().
+  // Adds the next collective; tries to learn at 24, 48, 96, ..., kMaxCalls calls (then every
+  // kMaxCalls / 4 while the gaps are unclear). Returns state().
   State add(const Call& call);
   // The run ends while learning: decides with fewer gaps per phase; a token period of 1 is taken
   // if the gaps there are show no step (a short job of one collective per step). Returns state().
@@ -80,6 +84,8 @@ class StepLearner {
 
   std::vector<Call> calls_;
   std::size_t next_try_ = 24;
+  std::size_t seen_ = 0;       // calls added since the last reset
+  bool gaps_unclear_ = false;  // the last try: equal collectives, gaps neither flat nor clear
   State state_ = State::kLearning;
   StepPattern pattern_;
 };
