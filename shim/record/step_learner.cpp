@@ -234,8 +234,8 @@ bool StepLearner::learn(bool at_end) {
     if (p == 1) {
       // Every call alike and no step in the gaps: one collective per step only when the gaps
       // are flat at every candidate step (else the step is there, not yet clear: wait, and give
-      // up at kMaxCalls rather than make every bucket a step). At the end of a run, with what
-      // gaps there are.
+      // up at kMaxUnclearCalls rather than make every bucket a step). At the end of a run, with
+      // what gaps there are.
       const std::size_t max_period =
           at_end ? std::min(kMaxMultiple, (gaps.size() - from) / kFlatGapsPerPhase) : kMaxMultiple;
       if (!gaps_flat(gaps, from, max_period, kFlatGapsPerPhase)) {

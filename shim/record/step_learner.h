@@ -1,11 +1,13 @@
 // Where a rank's training steps start, learned by the drain thread from the collectives on its
-// reference comm (the comm with the most ranks), the way collector/analysis/step_plan.h finds
-// them after the run: DDP, FSDP and friends issue the same collectives (op, size) every step, so
-// the sequence repeats with a period of a whole number of steps; when every collective looks the
-// same (equal buckets), the gaps between their entries say which one starts a step (the forward
-// pass leaves a wide gap before the first bucket). Steps are then counted by sequence number
-// (seq), which every rank of the comm shares: step n starts at the collective with seq
-// phase + n x period, on every rank alike (docs/always-on.md).
+// reference comm (the comm with the most ranks), much as collector/analysis/step_plan.h finds
+// them after the run (its gap rules still count threshold crossings; these are robust statistics
+// that hold on a busy machine, where ranks must not disagree on the step): DDP, FSDP and friends
+// issue the same collectives (op, size) every step, so the sequence repeats with a period of a
+// whole number of steps; when every collective looks the same (equal buckets), the gaps between
+// their entries say which one starts a step (the forward pass leaves a wide gap before the first
+// bucket). Steps are then counted by sequence number (seq), which every rank of the comm shares:
+// step n starts at the collective with seq phase + n x period, on every rank alike
+// (docs/always-on.md).
 #pragma once
 
 #include <cstddef>
