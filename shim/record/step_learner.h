@@ -44,9 +44,11 @@ class StepLearner {
   // (CPU contention) adds random gaps of milliseconds to a sizeable fraction of the calls, and
   // with fewer gaps per phase a phase that mixes wide and narrow gaps (half the true step) can
   // look wide throughout by chance. 16 per half-phase: 4 equal buckets per step are decided at
-  // 192 calls, 64 at 3072. At the end of a run (conclude) 8 suffice.
+  // 192 calls, 64 at 3072. At the end of a run (conclude) 4 suffice: a short job (the
+  // scenario tests' 12 steps of 4 buckets) has its steps rather than seconds, at the risk of a
+  // wrong step when a busy machine's noise was heavy for all of its few calls.
   static constexpr std::size_t kGapsPerHalfPhase = 16;
-  static constexpr std::size_t kGapsPerHalfPhaseAtEnd = 8;
+  static constexpr std::size_t kGapsPerHalfPhaseAtEnd = 4;
   // Every call alike (token period 1) is one collective per step only when the gaps show no
   // larger step at any candidate up to kMaxMultiple calls, with this many gaps per phase: taken
   // at 768 calls, never earlier, so that no rank takes period 1 while another, whose noise hid
