@@ -1,7 +1,7 @@
 // Where a rank's training steps start, learned by the drain thread from the collectives on its
 // reference comm (the comm with the most ranks), much as collector/analysis/step_plan.h finds
-// them after the run (its gap rules still count threshold crossings; these are robust statistics
-// that hold on a busy machine, where ranks must not disagree on the step): DDP, FSDP and friends
+// them after the run, with the same gap rules (ncclwatch/step_gaps.h: robust statistics that hold
+// on a busy machine, where ranks must not disagree on the step): DDP, FSDP and friends
 // issue the same collectives (op, size) every step, so the sequence repeats with a period of a
 // whole number of steps; when every collective looks the same (equal buckets), the gaps between
 // their entries say which one starts a step (the forward pass leaves a wide gap before the first
@@ -13,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "ncclwatch/step_gaps.h"
 
 namespace ncclwatch::shim {
 
@@ -44,17 +46,21 @@ class StepLearner {
   // (CPU contention) adds random gaps of milliseconds to a sizeable fraction of the calls, and
   // with fewer gaps per phase a phase that mixes wide and narrow gaps (half the true step) can
   // look wide throughout by chance. 16 per half-phase: 4 equal buckets per step are decided at
-  // 192 calls, 64 at 3072. At the end of a run (conclude) 4 suffice: a short job (the
-  // scenario tests' 12 steps of 4 buckets) has its steps rather than seconds, at the risk of a
-  // wrong step when a busy machine's noise was heavy for all of its few calls.
+  // 192 calls, 64 at 3072. 2 suffice where the gaps split cleanly (step_gaps::clean_gap_period:
+  // every gap at one phase 2x every other gap, and alike: a quiet machine's 16-step job of 4
+  // buckets has its steps at 24 calls, while it runs, so that its schedule windows -- steps 3-5
+  // -- are the steps they name), and 4 at the end of a run (conclude): a short job (the scenario
+  // tests' 12 steps of 4 buckets) has its steps rather than seconds, at the risk of a wrong step
+  // when a busy machine's noise was heavy for all of its few calls.
   static constexpr std::size_t kGapsPerHalfPhase = 16;
+  static constexpr std::size_t kCleanGapsPerHalfPhase = 2;
   static constexpr std::size_t kGapsPerHalfPhaseAtEnd = 4;
   // Every call alike (token period 1) is one collective per step only when the gaps show no
   // larger step at any candidate up to kMaxMultiple calls, with this many gaps per phase: taken
   // at 768 calls, never earlier, so that no rank takes period 1 while another, whose noise hid
   // the step less, finds the true one.
   static constexpr std::size_t kFlatGapsPerPhase = 8;
-  static constexpr std::size_t kMaxMultiple = 64;
+  static constexpr std::size_t kMaxMultiple = step_gaps::kMaxMultiple;
 
   // Adds the next collective; tries to learn at 24, 48, 96, ..., kMaxCalls calls (then every
   // kMaxCalls / 4 while the gaps are unclear). Returns state().
@@ -71,10 +77,11 @@ class StepLearner {
   // positions, at least three times over), 0 if none.
   static std::size_t token_period(const std::vector<uint64_t>& tokens, std::size_t from);
   // The step period among multiples of `p` (up to kMaxMultiple) that the gaps before calls
-  // explain: exactly one multiple P has one phase whose gaps are wide throughout (in both halves
-  // of it at 2P) while most gaps at each other phase are narrow; false if none or more than one
-  // does. Gaps are looked at from index `from` (>= 1: gaps[0] has no call before it); `phase` is
-  // relative to `from`; `per_half_phase`: kGapsPerHalfPhase or kGapsPerHalfPhaseAtEnd.
+  // explain (step_gaps::gap_period): exactly one multiple P has one phase whose gaps are wide
+  // throughout (in both halves of it at 2P) while most gaps at each other phase are narrow; false
+  // if none or more than one does. Gaps are looked at from index `from` (>= 1: gaps[0] has no call
+  // before it); `phase` is relative to `from`; `per_half_phase`: kGapsPerHalfPhase or
+  // kGapsPerHalfPhaseAtEnd.
   static bool gap_period(const std::vector<int64_t>& gaps, std::size_t from, std::size_t p,
                          std::size_t per_half_phase, std::size_t& period, std::size_t& phase);
   // True when the gaps from `from` on show no step of 2..max_period calls: at each such period,

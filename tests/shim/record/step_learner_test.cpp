@@ -140,6 +140,18 @@ TEST(StepLearner, EqualBucketsAreCutAtTheWideGap) {
   EXPECT_EQ(l.pattern().phase, 2u);  // seq 2, 7, 12, ... start steps
 }
 
+// A quiet machine: the gaps split cleanly (every wide gap 2x every narrow one), and a short job
+// (the scenario tests' 16 steps of 4 buckets) has its steps at 24 calls, while it runs -- not at
+// its end, when its schedule windows (steps 3-5) are long past.
+TEST(StepLearner, CleanGapsAreLearnedInTheFirstSteps) {
+  Job job;
+  const Outcome o = learn(job, 1, 65);
+  ASSERT_EQ(o.state, StepLearner::State::kLearned);
+  EXPECT_LE(o.calls, 24u);
+  EXPECT_EQ(o.pattern.period, 4u);
+  EXPECT_EQ(o.pattern.phase, 1u);
+}
+
 // A busy machine: in the first steps a few gaps inside a step are as wide as the gap between
 // steps (the rank was preempted). The learner waits for more steps rather than taking every
 // bucket for a step (which it did at 24 calls: period 1).

@@ -1,0 +1,209 @@
+// Which multiple of the token period is a training step, from the gaps between collectives: the
+// one statistic the shim's step learner (shim/record/step_learner.h, while the job runs) and the
+// collector's step plan (collector/analysis/step_plan.h, after it) share, so that what a rank's
+// summaries call a step and what the report calls one agree. Equal buckets (every collective
+// alike: token period 1) repeat every call, so only the gaps say which call starts a step: the
+// forward pass leaves a wide gap before a step's first bucket.
+//
+// Robust statistics rather than counts of threshold crossings, because a busy machine (CPU
+// contention) adds gaps of 0.1-20 ms (a preempted thread) to a sizeable fraction of the calls at
+// any phase, differently on every rank: threshold counts then took half or a quarter of the step
+// on one rank and the whole step on another. These rules rather find nothing (the caller then
+// has no step from the gaps) than a part of the step.
+//
+// Not on the hot path: the shim runs them on its drain thread while it learns (a few times per
+// run, on at most a few thousand gaps), so they may allocate. Standard library only, like
+// format.h.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace ncclwatch::step_gaps {
+
+// Gaps below this are "back to back" (a kernel queued behind the previous one).
+inline constexpr int64_t kGapFloorNs = 1000;
+// Wide gaps are at least this much wider than narrow ones (DDP: forward + optimizer + first
+// backward segment vs one backward segment minus its all-reduce; often only ~2x).
+inline constexpr double kMinGapJump = 1.5;
+// Gaps at the phases of a period are alike (no step there) within this factor: below
+// kMinGapJump, so that a step too faint to be learned from (wide gaps 1.2-1.5x the narrow ones)
+// is not taken for one collective per step either.
+inline constexpr double kFlatJump = 1.2;
+// Steps of up to this many times the token period are looked for.
+inline constexpr std::size_t kMaxMultiple = 64;
+
+// The gaps from `from` on (index 0 = gaps[from]), with those far below the wide ones floored:
+// launch jitter (1 us vs 7 us is a big ratio) is no step structure.
+inline std::vector<int64_t> floored_gaps(const std::vector<int64_t>& gaps, std::size_t from) {
+  std::vector<int64_t> g(gaps.begin() + static_cast<std::ptrdiff_t>(std::min(from, gaps.size())),
+                         gaps.end());
+  if (g.empty()) return g;
+  std::vector<int64_t> sorted = g;
+  const auto q90 =
+      sorted.begin() + static_cast<std::ptrdiff_t>(0.9 * static_cast<double>(sorted.size() - 1));
+  std::nth_element(sorted.begin(), q90, sorted.end());
+  const int64_t floor = std::max(kGapFloorNs, *q90 / 20);
+  for (int64_t& x : g) x = std::max(x, floor);
+  return g;
+}
+
+// The q-quantile (lower) of the gaps g[o], g[o + P], ...; `scratch` is reused.
+inline int64_t phase_quantile(const std::vector<int64_t>& g, std::size_t P, std::size_t o, double q,
+                              std::vector<int64_t>& scratch) {
+  scratch.clear();
+  for (std::size_t k = o; k < g.size(); k += P) scratch.push_back(g[k]);
+  if (scratch.empty()) return 0;
+  const auto at =
+      scratch.begin() + static_cast<std::ptrdiff_t>(q * static_cast<double>(scratch.size() - 1));
+  std::nth_element(scratch.begin(), at, scratch.end());
+  return *at;
+}
+
+// Is P calls a step of the (floored) gaps g, starting at phase o?
+//  - the median gap at o is kMinGapJump times the largest median at the other phases (a random
+//    extra gap shifts a median only where half the gaps of that phase have one). Not a lower
+//    quantile, though beside two CPU hogs fake_train's narrow phases had their medians within
+//    1.5x of the wide one and their lower quartiles near zero: where a late call shortens the
+//    gap after it (the GPU paces the rank), a quarter of any phase's gaps is near zero, and in
+//    seeded simulations a phase's lower quartile stood out by chance (7 calls per step for 4);
+//  - most gaps at o (3/4) are above the threshold between the two, in each half of them (the
+//    phases o and o + P of twice the step): at half the true step, phase o holds the step's
+//    wide gaps and as many narrow ones. Not all: where the GPU paces the rank (the wide gap is
+//    a wait for the previous step), a late call before it shortens it (1 ms steps of
+//    fake_train beside CPU hogs: 15 % of the wide gaps below the threshold);
+//  - the step phase is alike throughout: in 2 or 3 interleaved parts (the phases o, o + P, ...
+//    of 2P or 3P) its medians are within kMinGapJump of each other. A pattern of gaps "wide,
+//    narrow, half-wide, narrow" (the rank's own delay before one bucket in the middle of a step,
+//    seen under fake_train beside CPU hogs) is a step of 4 calls, not 2, on that rank;
+//  - at every other phase at least half the gaps are below the threshold (twice the step has
+//    two wide phases; a period unrelated to the step mixes wide and narrow gaps at every phase).
+// Where extra gaps only widen gaps, the wide phase of the true step passes however many there
+// are; what rejects half the step is mostly the interleaved parts.
+inline bool step_at(const std::vector<int64_t>& g, std::size_t P, std::size_t per_half_phase,
+                    std::size_t& phase) {
+  if (P < 2 || g.size() < 2 * P * per_half_phase) return false;
+  std::vector<int64_t> scratch, median(P);
+  for (std::size_t o = 0; o < P; ++o) median[o] = phase_quantile(g, P, o, 0.5, scratch);
+  const std::size_t o =
+      static_cast<std::size_t>(std::max_element(median.begin(), median.end()) - median.begin());
+  int64_t second = 0;
+  for (std::size_t i = 0; i < P; ++i)
+    if (i != o) second = std::max(second, median[i]);
+  if (static_cast<double>(median[o]) < kMinGapJump * static_cast<double>(second)) return false;
+  const double threshold = std::sqrt(static_cast<double>(median[o]) * static_cast<double>(second));
+  std::size_t below[2] = {0, 0}, count[2] = {0, 0};
+  for (std::size_t k = o, j = 0; k < g.size(); k += P, ++j) {
+    below[j % 2] += static_cast<double>(g[k]) < threshold;
+    ++count[j % 2];
+  }
+  for (int h = 0; h < 2; ++h)
+    if (4 * below[h] > count[h]) return false;
+  for (std::size_t r = 2; r <= 3; ++r) {
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+    for (std::size_t part = 0; part < r; ++part) {
+      const int64_t m = phase_quantile(g, r * P, o + part * P, 0.5, scratch);
+      lo = std::min(lo, m);
+      hi = std::max(hi, m);
+    }
+    if (static_cast<double>(hi) >= kMinGapJump * static_cast<double>(lo)) return false;
+  }
+  for (std::size_t i = 0; i < P; ++i) {
+    if (i == o) continue;
+    std::size_t narrow = 0, n = 0;
+    for (std::size_t k = i; k < g.size(); k += P, ++n)
+      narrow += static_cast<double>(g[k]) < threshold;
+    if (2 * narrow < n) return false;
+  }
+  phase = o;
+  return true;
+}
+
+// The step period among multiples of `p` (up to kMaxMultiple) that the gaps before calls
+// explain: exactly one multiple P passes step_at; false if none or more than one does (the gaps
+// are not clear: deciding now could differ between ranks). Gaps are looked at from index `from`
+// (>= 1: gaps[0] has no call before it); `phase` is relative to `from`. `per_half_phase`: the
+// gaps at each phase of twice a candidate before it may be decided (a phase mixing wide and
+// narrow gaps -- half the true step -- can look wide throughout by chance with fewer).
+inline bool gap_period(const std::vector<int64_t>& gaps, std::size_t from, std::size_t p,
+                       std::size_t per_half_phase, std::size_t& period, std::size_t& phase) {
+  if (p == 0) return false;
+  const std::vector<int64_t> g = floored_gaps(gaps, std::max<std::size_t>(from, 1));
+  bool found = false;
+  for (std::size_t m = 1; m <= kMaxMultiple && 2 * m * p * per_half_phase <= g.size(); ++m) {
+    std::size_t o = 0;
+    if (!step_at(g, m * p, per_half_phase, o)) continue;
+    if (found) return false;
+    found = true;
+    period = m * p;
+    phase = o;
+  }
+  return found;
+}
+
+// The step period among multiples of `p` whose gaps split cleanly: at one phase every gap is at
+// least kCleanJump times every gap at the other phases, and those wide gaps are alike (within
+// kMinGapJump: a delay before a bucket in the middle of the step -- "wide, narrow, half-wide,
+// narrow" -- makes the phase of half the step wide throughout, but not alike), with only
+// `per_half_phase` gaps at each phase of twice the step. A quiet machine's short job (the scenario
+// tests' 16 steps of 4 buckets: 64 calls, where gap_period wants 16 per half-phase, 171 calls) has
+// its steps while it runs, and its windows the steps they name; a busy machine's extra gaps (any
+// one of them at another phase breaks the split) make a rank wait for gap_period instead, which
+// finds the same step. Twice or half the step cannot split cleanly (two wide phases; wide and
+// narrow gaps at one phase); exactly one multiple must.
+inline constexpr double kCleanJump = 2.0;
+inline bool clean_gap_period(const std::vector<int64_t>& gaps, std::size_t from, std::size_t p,
+                             std::size_t per_half_phase, std::size_t& period, std::size_t& phase) {
+  if (p == 0) return false;
+  const std::vector<int64_t> g = floored_gaps(gaps, std::max<std::size_t>(from, 1));
+  bool found = false;
+  for (std::size_t m = 1; m <= kMaxMultiple && 2 * m * p * per_half_phase <= g.size(); ++m) {
+    const std::size_t P = m * p;
+    if (P < 2) continue;
+    std::vector<int64_t> lowest(P, std::numeric_limits<int64_t>::max());
+    for (std::size_t k = 0; k < g.size(); ++k) lowest[k % P] = std::min(lowest[k % P], g[k]);
+    const std::size_t o =
+        static_cast<std::size_t>(std::max_element(lowest.begin(), lowest.end()) - lowest.begin());
+    int64_t highest = 0, widest = 0;  // of the gaps at the other phases; at o
+    for (std::size_t k = 0; k < g.size(); ++k) {
+      int64_t& top = k % P == o ? widest : highest;
+      top = std::max(top, g[k]);
+    }
+    if (static_cast<double>(lowest[o]) < kCleanJump * static_cast<double>(highest) ||
+        static_cast<double>(widest) >= kMinGapJump * static_cast<double>(lowest[o]))
+      continue;
+    if (found) return false;
+    found = true;
+    period = P;
+    phase = o;
+  }
+  return found;
+}
+
+// True when the gaps from `from` on show no step of 2..max_period calls: at each such period,
+// the lower quartiles of the gaps at its phases are within kFlatJump of each other (random extra
+// gaps move a lower quartile only where 3/4 of a phase's gaps have one, and the wide phase of a
+// step keeps it wide). False also when there are fewer than `per_phase` gaps per phase for any
+// of those periods.
+inline bool gaps_flat(const std::vector<int64_t>& gaps, std::size_t from, std::size_t max_period,
+                      std::size_t per_phase) {
+  const std::vector<int64_t> g = floored_gaps(gaps, std::max<std::size_t>(from, 1));
+  if (max_period < 2 || g.size() < max_period * per_phase) return false;
+  std::vector<int64_t> scratch;
+  for (std::size_t P = 2; P <= max_period; ++P) {
+    int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+    for (std::size_t o = 0; o < P; ++o) {
+      const int64_t q = phase_quantile(g, P, o, 0.25, scratch);
+      lo = std::min(lo, q);
+      hi = std::max(hi, q);
+    }
+    if (static_cast<double>(hi) >= kFlatJump * static_cast<double>(lo)) return false;
+  }
+  return true;
+}
+
+}  // namespace ncclwatch::step_gaps
