@@ -7,6 +7,7 @@
 #include <map>
 
 #include "model/median.h"
+#include "ncclwatch/step_gaps.h"
 
 namespace ncclwatch::analysis {
 namespace {
@@ -29,11 +30,26 @@ int64_t call_start(const model::CallEvent& c) {
   return c.has_gpu() ? c.gpu_start_ns : c.enter_ns;
 }
 
-// Gaps below this are "back to back" (a kernel queued behind the previous one).
-constexpr int64_t kGapFloorNs = 1000;
-// Wide and narrow gaps must differ by at least this factor (DDP: forward + optimizer + first
-// backward segment vs one backward segment minus its all-reduce; often only ~2x).
-constexpr double kMinGapJump = 1.5;
+using step_gaps::kGapFloorNs;
+using step_gaps::kMinGapJump;
+
+// The step as the shim's learner finds it (ncclwatch/step_gaps.h: robust statistics of the gaps
+// at each phase, exactly one multiple of the token period passing), on the window the period
+// search looks at: 16 gaps per half-phase, else (a short trace) 4, as the learner at a run's end.
+// Tried before the rules below, which count threshold crossings and, beside CPU hogs, took 1 or
+// 2 calls per step where the step was 4 (and differently on each rank).
+bool robust_step_period(const std::vector<int64_t>& gaps, std::size_t w, std::size_t p,
+                        std::size_t& period, std::size_t& phase) {
+  const std::size_t from = std::max<std::size_t>(w, 1);
+  const std::vector<int64_t> window(
+      gaps.begin(),
+      gaps.begin() + static_cast<std::ptrdiff_t>(std::min(gaps.size(), from + kPeriodWindow)));
+  if (!step_gaps::gap_period(window, from, p, 16, period, phase) &&
+      !step_gaps::gap_period(window, from, p, 4, period, phase))
+    return false;
+  phase = (from - w + phase) % period;  // relative to w, as the rules below give it
+  return true;
+}
 
 // Does step period P (phase o) explain the gaps: at least 3/4 of the gaps before phase-o
 // calls are wide (>= threshold), at most 1/4 of the others are?
@@ -322,40 +338,81 @@ bool steps_from_ranges(const model::RankTrace& rank, StepPlan& plan) {
   return plan.steps.size() >= 2 || (plan.steps.size() == 1 && best_key == "profilerstep");
 }
 
-bool steps_from_period(const model::RankTrace& rank, int64_t trace_begin, std::size_t wanted,
-                       StepPlan& plan) {
-  std::vector<std::size_t> idx;  // traffic calls, in call order
-  std::vector<uint64_t> tokens;
+// A rank's traffic calls (collectives and point-to-point) as the period search sees them.
+struct TrafficSequence {
+  std::vector<std::size_t> idx;  // RankTrace::calls index of each, in call order
+  std::vector<uint64_t> tokens;  // (comm, op, bytes) of each
+  std::vector<int64_t> gaps;     // before each: its start minus the previous one's end
+  std::size_t p = 0;             // the token period (0: none)
+  std::size_t w = 0;             // warm-up calls before the first repeating one
+};
+
+TrafficSequence traffic_sequence(const model::RankTrace& rank) {
+  TrafficSequence t;
   for (std::size_t i = 0; i < rank.calls.size(); ++i) {
     const model::CallEvent& c = rank.calls[i];
     if (!is_traffic(c)) continue;
-    idx.push_back(i);
+    t.idx.push_back(i);
     uint64_t h = c.comm_id * 0x9E3779B97F4A7C15ull;
     h ^= (c.bytes() + 0x632BE59BD9B4E019ull) + (h << 6) + (h >> 2);
     h ^= static_cast<uint64_t>(c.func) * 0xBF58476D1CE4E5B9ull;
-    tokens.push_back(h);
+    t.tokens.push_back(h);
   }
-  const std::size_t p = StepDetector::period_of(tokens);
-  if (p == 0) return false;
-  const std::size_t n = tokens.size();
+  t.p = StepDetector::period_of(t.tokens);
+  if (t.p == 0) return t;
+  const std::size_t n = t.tokens.size();
   // Warm-up calls (DDP's initial parameter broadcast, ...) precede the first repeating one.
-  std::size_t w = 0;
-  while (w + p < n && tokens[w] != tokens[w + p]) ++w;
+  while (t.w + t.p < n && t.tokens[t.w] != t.tokens[t.w + t.p]) ++t.w;
+  t.gaps.assign(n, 0);
+  for (std::size_t i = 1; i < n; ++i)
+    t.gaps[i] = call_start(rank.calls[t.idx[i]]) - call_end(rank.calls[t.idx[i - 1]]);
+  return t;
+}
+
+// The job's step from every rank's gaps at once: the gap before each call is the median of the
+// ranks' gaps before that call (a synchronous job's ranks issue the same calls, and a busy
+// machine delays each rank at different calls, so the median keeps what they share: the step),
+// then the robust rules. Only when every rank has the same token period and warm-up.
+bool pooled_step_period(const model::JobTrace& job, std::size_t& period) {
+  std::vector<TrafficSequence> seqs;
+  std::size_t n = std::numeric_limits<std::size_t>::max();
+  for (const model::RankTrace& rank : job.ranks) {
+    seqs.push_back(traffic_sequence(rank));
+    const TrafficSequence& t = seqs.back();
+    if (t.p == 0 || t.p != seqs.front().p || t.w != seqs.front().w) return false;
+    n = std::min(n, t.gaps.size());
+  }
+  if (seqs.size() < 2) return false;
+  std::vector<int64_t> pooled(n, 0), at;
+  for (std::size_t i = 1; i < n; ++i) {
+    at.clear();
+    for (const TrafficSequence& t : seqs) at.push_back(t.gaps[i]);
+    pooled[i] = model::median(at);
+  }
+  std::size_t phase = 0;
+  return robust_step_period(pooled, seqs.front().w, seqs.front().p, period, phase);
+}
+
+bool steps_from_period(const model::RankTrace& rank, int64_t trace_begin, std::size_t wanted,
+                       StepPlan& plan) {
+  const TrafficSequence t = traffic_sequence(rank);
+  const std::size_t p = t.p, w = t.w;
+  if (p == 0) return false;
+  const std::size_t n = t.tokens.size();
+  const std::vector<std::size_t>& idx = t.idx;
   // Calls with the same (comm, op, bytes) can repeat within a step (equal-sized buckets), so
   // the token period p may be a fraction of the step. The step is the multiple of p
   // whose call gaps show one dominant gap per period (the forward pass, where no gradient is
   // ready) — boundaries then fall at the end of the previous step's last call.
-  std::vector<int64_t> gaps(n, 0);
-  for (std::size_t i = 1; i < n; ++i) {
-    gaps[i] = call_start(rank.calls[idx[i]]) - call_end(rank.calls[idx[i - 1]]);
-  }
+  const std::vector<int64_t>& gaps = t.gaps;
   std::size_t period = p, phase = 0;
   bool from_gap_pattern = false;
   const bool imposed = wanted >= p && wanted % p == 0 && 2 * wanted <= n - w;
   if (imposed) {
     period = wanted;
     phase = widest_gap_phase(gaps, w, period);
-  } else if (!choose_step_period(gaps, w, p, period, phase)) {
+  } else if (!robust_step_period(gaps, w, p, period, phase) &&
+             !choose_step_period(gaps, w, p, period, phase)) {
     period = p;
     from_gap_pattern = step_period_from_gap_pattern(gaps, w, p, period);
     if (from_gap_pattern) period = fundamental_step(gaps, w, p, period);
@@ -432,6 +489,30 @@ StepPlan StepDetector::detect(const model::RankTrace& rank, int64_t trace_begin,
 
 void StepDetector::agree(const model::JobTrace& job, const std::vector<Interval>& bounds,
                          std::vector<StepPlan>& plans) {
+  auto impose = [&](std::size_t common, bool multiples_only) {
+    for (std::size_t i = 0; i < plans.size() && i < job.ranks.size() && i < bounds.size(); ++i) {
+      const StepPlan& p = plans[i];
+      if (p.calls_per_step == 0 || p.calls_per_step == common) continue;
+      if (multiples_only && p.calls_per_step % common != 0) continue;
+      StepPlan again = detect(job.ranks[i], bounds[i].begin, bounds[i].end, common);
+      if (again.calls_per_step == common) plans[i] = std::move(again);
+    }
+  };
+  // Ranks that found different steps (a busy machine blurred each one's gaps differently: one
+  // found a part of the step, another the step): the step of all their gaps together, when it
+  // is clear, for every rank.
+  std::size_t first = 0;
+  bool differ = false;
+  for (const StepPlan& p : plans) {
+    if (p.calls_per_step == 0) continue;
+    if (first != 0 && p.calls_per_step != first) differ = true;
+    if (first == 0) first = p.calls_per_step;
+  }
+  std::size_t pooled = 0;
+  if (differ && pooled_step_period(job, pooled)) {
+    impose(pooled, false);
+    return;
+  }
   // The calls per step of a strict majority of the ranks with steps from their call sequence.
   std::map<std::size_t, std::size_t> votes;
   std::size_t voters = 0;
@@ -448,12 +529,7 @@ void StepDetector::agree(const model::JobTrace& job, const std::vector<Interval>
     }
   }
   if (2 * most <= voters) return;
-  for (std::size_t i = 0; i < plans.size() && i < job.ranks.size() && i < bounds.size(); ++i) {
-    const StepPlan& p = plans[i];
-    if (p.calls_per_step == common || p.calls_per_step % common != 0) continue;
-    StepPlan again = detect(job.ranks[i], bounds[i].begin, bounds[i].end, common);
-    if (again.calls_per_step == common) plans[i] = std::move(again);
-  }
+  impose(common, true);
 }
 
 }  // namespace ncclwatch::analysis

@@ -3,6 +3,9 @@
 // Steps come from the user's own ranges when the trace has them (NVTX "train_step",
 // Kineto "ProfilerStep#N", ...), else from the period of the rank's collective sequence:
 // DDP issues the same buckets (comm, op, bytes) every step, so the sequence of calls repeats.
+// When every bucket looks the same, the gaps between calls say which multiple of that period is
+// the step: first by the shim's own rules (ncclwatch/step_gaps.h, so that the report's steps and
+// the rank's step summaries agree), then by the rules in step_plan.cpp for what those leave open.
 #pragma once
 
 #include <cstdint>
@@ -54,11 +57,14 @@ class StepDetector {
                          std::size_t calls_per_step = 0);
 
   // A synchronous job has one step on every rank: every rank runs the same collective
-  // sequence, one pass of it per step. A rank whose step is a multiple of the calls per step a
-  // strict majority of the ranks found takes theirs: a rank stalling before every Nth step
-  // repeats its gaps every N steps, and its stall is a wider gap than its forward pass (a jump
-  // in its gaps) or, with little noise, that longer period predicts its gaps best. `bounds[i]`:
-  // rank i's trace_begin/trace_end, as given to detect().
+  // sequence, one pass of it per step. Ranks that found different steps take the step of all
+  // their gaps together when the shim's gap rules (ncclwatch/step_gaps.h) find one in the median
+  // gap before each call across the ranks (a busy machine delays each rank at other calls, and
+  // blurred one rank's gaps into a part of the step). Else a rank whose step is a multiple of the
+  // calls per step a strict majority of the ranks found takes theirs: a rank stalling before every
+  // Nth step repeats its gaps every N steps, and its stall is a wider gap than its forward pass (a
+  // jump in its gaps) or, with little noise, that longer period predicts its gaps best.
+  // `bounds[i]`: rank i's trace_begin/trace_end, as given to detect().
   static void agree(const model::JobTrace& job, const std::vector<Interval>& bounds,
                     std::vector<StepPlan>& plans);
 

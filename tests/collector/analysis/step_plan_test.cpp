@@ -218,5 +218,62 @@ TEST(StepDetector, FewStepsKeepEveryStepAndNoStepsMeansWholeTrace) {
   EXPECT_EQ(none.steady, (Interval{10, 50}));
 }
 
+// Eight ranks of 4 equal all-reduces per step (the gap before a step's first 2.5x the others),
+// host calls only, each rank delayed at random calls (a busy machine: on 45 % of the calls an
+// extra 1-20 ms, seeded per rank). Alone, the ranks find different steps -- the gaps of some
+// show no clear step, and what the counted thresholds then take is a part of it; agree() takes
+// the step of the median gap before each call across the ranks, the true one, for all.
+TEST(StepDetector, RanksThatFoundDifferentStepsTakeTheStepOfTheirGapsTogether) {
+  constexpr int kRanks = 8, kSteps = 400;
+  model::JobTrace job;
+  std::vector<Interval> bounds;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    model::RankTrace r;
+    uint64_t s = 1000 + static_cast<uint64_t>(rank);
+    auto next = [&s] {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      return s >> 33;
+    };
+    int64_t t = 1'000'000;
+    for (int i = 0; i < 4 * kSteps; ++i) {
+      t += i % 4 == 0 ? 5'000'000 : 2'000'000;
+      if (next() % 100 < 45) t += 1'000'000 + static_cast<int64_t>(next() % 19'000'000);
+      model::CallEvent c;
+      c.enter_ns = t;
+      c.exit_ns = t + 5'000;
+      c.comm_id = 1;
+      c.seq = static_cast<uint64_t>(i);
+      c.count = 1024;
+      c.datatype = 7;
+      c.func = format::Func::kAllReduce;
+      r.calls.push_back(c);
+      t = c.exit_ns;
+    }
+    bounds.push_back({r.calls.front().enter_ns, r.calls.back().exit_ns});
+    job.ranks.push_back(std::move(r));
+  }
+  std::vector<StepPlan> plans;
+  std::string alone;
+  bool differ = false;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    plans.push_back(StepDetector::detect(job.ranks[static_cast<std::size_t>(rank)],
+                                         bounds[static_cast<std::size_t>(rank)].begin,
+                                         bounds[static_cast<std::size_t>(rank)].end));
+    alone += " " + std::to_string(plans.back().calls_per_step);
+    differ = differ || plans.back().calls_per_step != plans.front().calls_per_step;
+  }
+  ASSERT_TRUE(differ) << "the ranks agree alone (" << alone << "): nothing tested";
+  StepDetector::agree(job, bounds, plans);
+  for (int rank = 0; rank < kRanks; ++rank) {
+    const StepPlan& plan = plans[static_cast<std::size_t>(rank)];
+    EXPECT_EQ(plan.calls_per_step, 4u) << "rank " << rank << "; alone:" << alone;
+    // Each step starts at a step's first call (seq 0, 4, 8, ...).
+    const auto& calls = job.ranks[static_cast<std::size_t>(rank)].calls;
+    for (std::size_t c = 4; c + 4 < calls.size(); c += 4)
+      EXPECT_EQ(plan.step_of_call[c], plan.step_of_call[c - 1] + 1)
+          << "rank " << rank << " call " << c;
+  }
+}
+
 }  // namespace
 }  // namespace ncclwatch::analysis
