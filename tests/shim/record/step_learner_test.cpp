@@ -201,6 +201,21 @@ TEST(StepLearner, ADelayInTheMiddleOfTheStepDoesNotHalveIt) {
   expect_true_step_or_none(job, 6);
 }
 
+// A launch-bound step: the host launches kernels between its buckets (1.7 ms), and the step's
+// first bucket comes right after the previous step's last (116 us): one narrow gap per step of 4.
+// Every other gap is wide, so at half the step one phase is wide throughout and the other
+// alternates wide and narrow (its lower median narrow): taken for a step of 2 on a quiet
+// machine. Nobody learns 2 (the step of 4 has no wide phase to find: no step, or the step).
+TEST(StepLearner, OneNarrowGapPerStepIsNotHalvedIntoSteps) {
+  Job job;
+  job.wide = 116 * kUs;
+  job.narrow = 1700 * kUs;
+  job.noise = {0, 0, 0.3};
+  expect_true_step_or_none(job, 0);
+  job.noise = {0.1, 0.01, 0.3};
+  expect_true_step_or_none(job, 0);
+}
+
 // More buckets, a narrower jump (2x), and the calls on a schedule (a late call shortens the gap
 // after it, the wide one too): whoever learns has the true step.
 TEST(StepLearner, ScheduledBucketsOnABusyMachineNeverGiveAnotherStep) {
