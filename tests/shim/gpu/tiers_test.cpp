@@ -25,9 +25,12 @@ using ncclwatch::model::JobTrace;
 using ncclwatch::model::RankTrace;
 namespace format = ncclwatch::format;
 
-// A short step (about 1 ms of fake GPU time), so hundreds of steps take a second or two.
-const std::vector<std::string> kFastSteps = {"--fwd-us", "300", "--bwd-us",    "600",
-                                             "--opt-us", "100", "--bucket-mb", "1"};
+// A step of about 10 ms of fake GPU time, so hundreds of steps take a few seconds. Not shorter:
+// these jobs' steps are learned from the gaps between collectives on every rank alike, and beside
+// two CPU hogs 1 ms steps of 4 ranks on 2 cores are scheduler noise (a job of 600 ran at 33 ms a
+// step): the learner then rightly finds no step and every rank's steps are seconds of the clock.
+const std::vector<std::string> kFastSteps = {"--fwd-us", "3000", "--bwd-us",    "6000",
+                                             "--opt-us", "1000", "--bucket-mb", "1"};
 
 struct JobRun {
   int status = -1;
@@ -144,10 +147,11 @@ TEST(Tiers, DefaultsKeepDetailForTheFirst50StepsAndSummariesThroughout) {
   JobRun run;
   // Longer than the 3 s the summarizer waits for NVTX step ranges before it takes the collective
   // sequence's steps (step_summarizer.h, nvtx_wait_ns): in a shorter job the steps may be known
-  // only at exit, and then the first window covers the whole run (failed 1 run in 12 at 150
-  // steps, 3 in 20 at 400; 0 in 18 at 3000, 8 of them beside two CPU hogs).
+  // only at exit, and then the first window covers the whole run (with 1 ms steps: failed 1 run
+  // in 12 at 150 steps, 3 in 20 at 400). 800 steps of 10 ms: 8 s on a quiet machine.
   // Capture by itself off: a busy machine's own slowdowns would add windows (its test is below).
-  run_job(run, {"--steps", "3000"}, {"NCCLWATCH_AUTO_CAPTURE=off"});
+  constexpr uint32_t kSteps = 800;
+  run_job(run, {"--steps", std::to_string(kSteps)}, {"NCCLWATCH_AUTO_CAPTURE=off"});
   ASSERT_EQ(run.status, 0) << run.stderr_text;
   JobTrace job;
   ASSERT_NO_FATAL_FAILURE(load_four_ranks(run, &job));
@@ -175,7 +179,7 @@ TEST(Tiers, DefaultsKeepDetailForTheFirst50StepsAndSummariesThroughout) {
     }
     EXPECT_GT(after, 0u) << "window steps " << w.first_step << "-" << w.end_step << ", "
                          << t.steps.size() << " summaries";
-    EXPECT_GE(summarized, 4u * 3000 * 3 / 4);
+    EXPECT_GE(summarized, 4u * kSteps * 3 / 4);
     expect_window_calls(t, w);
     EXPECT_FALSE(t.kernels.empty());
     for (const auto& st : t.steps) {
@@ -237,7 +241,7 @@ TEST(Tiers, CaptureOnARunningJobTakesTheSameStepsOnEveryRank) {
   JobRun run;
   const std::string job = "tiers-capture-" + std::to_string(getpid());
   const pid_t launcher =
-      start_job(run, {"--steps", "6000"},
+      start_job(run, {"--steps", "1500"},
                 {"NCCLWATCH_CAPTURE=off", "NCCLWATCH_AUTO_CAPTURE=off", "NCCLWATCH_JOB=" + job});
   ASSERT_GT(launcher, 0);
   // Every rank has learned its steps and summarized some (the asker then names step numbers and
@@ -482,9 +486,9 @@ TEST(Tiers, AutoKeepsTimingAGpuBoundJob) {
 // return (detail, kept though no window is open): a call that returned, never a hang.
 TEST(Tiers, ACallInFlightForSecondsOutsideWindowsReturnsInTheTrace) {
   JobRun run;
-  // 3000 steps: the steps are known well before the stall (see the defaults test), so the first
-  // window (first:50) ends long before it.
-  run_job(run, {"--steps", "3000", "--stall-step", "1:2000:1500"}, {"NCCLWATCH_AUTO_CAPTURE=off"});
+  // A stall at step 600 (6 s in): the steps are known well before it (see the defaults test), so
+  // the first window (first:50) ends long before it.
+  run_job(run, {"--steps", "800", "--stall-step", "1:600:1500"}, {"NCCLWATCH_AUTO_CAPTURE=off"});
   ASSERT_EQ(run.status, 0) << run.stderr_text;
   JobTrace loaded;
   ASSERT_NO_FATAL_FAILURE(load_four_ranks(run, &loaded));
@@ -513,9 +517,9 @@ TEST(Tiers, ACallInFlightForSecondsOutsideWindowsReturnsInTheTrace) {
 TEST(Tiers, DiffOfWindowedRunsIsTheDiffOfTheirReportJsons) {
   JobRun base, slow;
   const std::vector<std::string> env = {"NCCLWATCH_AUTO_CAPTURE=off",
-                                        "NCCLWATCH_CAPTURE=first:50,steps:2000-2100"};
-  run_job(base, {"--steps", "3000"}, env);
-  run_job(slow, {"--steps", "3000", "--slow", "2:1.5"}, env);
+                                        "NCCLWATCH_CAPTURE=first:50,steps:500-600"};
+  run_job(base, {"--steps", "800"}, env);
+  run_job(slow, {"--steps", "800", "--slow", "2:1.5"}, env);
   ASSERT_EQ(base.status, 0) << base.stderr_text;
   ASSERT_EQ(slow.status, 0) << slow.stderr_text;
   for (const JobRun* run : {&base, &slow}) {
