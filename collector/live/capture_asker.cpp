@@ -25,6 +25,11 @@ namespace {
 constexpr int64_t kSecondNs = 1'000'000'000;
 constexpr uint64_t kDefaultSteps = 20;
 constexpr std::size_t kTailRecords = 4096;  // where a trace file's last step summary is looked for
+// The ranks of a synchronous job run at one step rate; when the slowest rank's step time is this
+// many times the fastest one's, their steps were found differently (one learned sub-steps from
+// gaps a busy machine blurred, one took seconds of the clock: step_learner.h) and the same step
+// numbers would be different moments: the window is asked for in seconds instead.
+constexpr double kStepRatesDisagree = 1.5;
 
 int64_t realtime_now() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -164,9 +169,17 @@ CaptureOutcome ask_capture(const CaptureOptions& o) {
     return out;
   }
   if (!step_times.empty()) {
-    std::nth_element(step_times.begin(), step_times.begin() + step_times.size() / 2,
-                     step_times.end());
+    std::sort(step_times.begin(), step_times.end());
     out.step_ns = step_times[step_times.size() / 2];
+    if (static_cast<double>(step_times.back()) >=
+        kStepRatesDisagree * static_cast<double>(step_times.front())) {
+      out.step_rates_disagree = true;
+      out.warnings.push_back(fmt::format(
+          "the ranks' step times disagree ({:.3f} to {:.3f} ms: their steps were found "
+          "differently); asking for the seconds of {} steps at the median step time instead",
+          static_cast<double>(step_times.front()) / 1e6,
+          static_cast<double>(step_times.back()) / 1e6, o.steps ? o.steps : kDefaultSteps));
+    }
   }
 
   format::CaptureAsk& ask = out.ask;
@@ -177,7 +190,8 @@ CaptureOutcome ask_capture(const CaptureOptions& o) {
   // Another node notices within its polling period (1 s) plus the file system's delay; this
   // node's ranks within a drain period, given a second on a busy machine.
   const int64_t notice_ns = remote ? 3 * kSecondNs : kSecondNs;
-  if (o.seconds > 0 || out.last_step == format::kNoStep || out.step_ns <= 0) {
+  if (o.seconds > 0 || out.last_step == format::kNoStep || out.step_ns <= 0 ||
+      out.step_rates_disagree) {
     const double seconds =
         o.seconds > 0 ? o.seconds
                       : (out.step_ns > 0 ? static_cast<double>(o.steps ? o.steps : kDefaultSteps) *
@@ -231,8 +245,10 @@ std::string describe(const CaptureOutcome& o) {
           " (from about {:.1f} s from now)",
           static_cast<double>(a.first - o.last_step) * static_cast<double>(o.step_ns) / 1e9);
   } else {
-    what = fmt::format("{:.1f} s of wall time (no step numbers known)",
-                       static_cast<double>(a.count) / 1e9);
+    what = fmt::format("{:.1f} s of wall time ({})", static_cast<double>(a.count) / 1e9,
+                       o.step_rates_disagree ? "the ranks' steps disagree"
+                       : o.last_step == format::kNoStep || o.step_ns <= 0 ? "no step numbers known"
+                                                                          : "as asked");
   }
   std::string where;
   if (o.local_ranks > 0)

@@ -3,7 +3,8 @@
 // drain period) and into the control file of the job's trace directory (every node's drain
 // threads look at it once a second). The window starts at a step every rank can still catch:
 // the newest step a rank of this node (or a trace file in the directory) has started, plus the
-// steps of the time another node needs to notice the request.
+// steps of the time another node needs to notice the request. When the ranks' step times
+// disagree (their steps were found differently), the same seconds on every rank instead.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,8 @@ struct CaptureOutcome {
   std::string control_path;     // "" if not written
   int64_t step_ns = 0;          // the step time it planned with (0: unknown)
   uint64_t last_step = format::kNoStep;
+  // The ranks' step times differ by 1.5x or more: the window was asked for in seconds.
+  bool step_rates_disagree = false;
   std::vector<std::string> warnings;
 };
 

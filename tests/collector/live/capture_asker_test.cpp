@@ -22,22 +22,24 @@ int64_t realtime_now() {
       .count();
 }
 
-// A running rank's trace on another host: `steps` step summaries of 1 ms each, the newest ending
-// `ago_ns` before now, its duration `last_us`.
-void write_running_rank(const std::string& dir, uint32_t steps, int64_t ago_ns, uint32_t last_us) {
-  format::ProcessInfo p = trace::testing::make_process("j", "elsewhere", 77, 0, 2);
+// A running rank's trace on another host: `steps` step summaries of `step_us` each (process
+// `pid`, rank `rank`), the newest ending `ago_ns` before now, its duration `last_us`.
+void write_running_rank(const std::string& dir, uint32_t steps, int64_t ago_ns, uint32_t last_us,
+                        int32_t pid = 77, int32_t rank = 0, int64_t step_us = 1000) {
+  format::ProcessInfo p = trace::testing::make_process("j", "elsewhere", pid, rank, 2);
   constexpr int64_t kBase = 5'000'000'000;  // the host clock at the first step
-  const int64_t end = kBase + int64_t{steps - 1} * 1'000'000 + int64_t{last_us} * 1000;
+  const int64_t end = kBase + int64_t{steps - 1} * step_us * 1000 + int64_t{last_us} * 1000;
   p.start_monotonic_ns = 1'000'000;
   p.start_realtime_ns = realtime_now() - ago_ns - end + p.start_monotonic_ns;
   std::vector<format::Record> records;
   for (uint32_t s = 0; s < steps; ++s) {
-    records.push_back(trace::testing::make_step(s, kBase + int64_t{s} * 1'000'000,
-                                                s + 1 == steps ? last_us : 1000, s * 4, 0, 0,
-                                                format::kStepUnknownUs, 0, 0));
+    records.push_back(
+        trace::testing::make_step(s, kBase + int64_t{s} * step_us * 1000,
+                                  s + 1 == steps ? last_us : static_cast<uint32_t>(step_us), s * 4,
+                                  0, 0, format::kStepUnknownUs, 0, 0));
   }
   trace::testing::write_trace(
-      dir + "/ncclwatch.elsewhere.77.trace",
+      dir + "/ncclwatch.elsewhere." + std::to_string(pid) + ".trace",
       trace::testing::make_header(p, format::kTraceStateOpen, records.size()), records);
 }
 
@@ -61,6 +63,46 @@ TEST(CaptureAsker, StepsSinceTheNewestSummaryCountAtTheRanksStepRate) {
   EXPECT_NEAR(static_cast<double>(out.ask.first - out.last_step), 3000.0, 10.0);
   EXPECT_EQ(out.ask.count, 20u);
   EXPECT_TRUE(std::filesystem::exists(out.control_path)) << out.control_path;
+}
+
+// Rank 1 numbered its steps 4x as fast as rank 0 (it learned sub-steps where a busy machine blurred
+// its gaps): the same step numbers would be different moments on the two, so the window is the
+// seconds of the steps asked for at the median step time, the same seconds on every rank.
+TEST(CaptureAsker, RanksWhoseStepRatesDisagreeGetTheSameSeconds) {
+  TempDir dir, shm;
+  write_running_rank(dir.path(), 2000, 0, 1000, 77, 0, 1000);
+  write_running_rank(dir.path(), 8000, 0, 250, 78, 1, 250);
+  CaptureOptions o;
+  o.job = "j";
+  o.dir = dir.path();
+  o.shm_dir = shm.path();
+  o.steps = 20;
+  const CaptureOutcome out = ask_capture(o);
+  ASSERT_TRUE(out.ok) << out.error;
+  EXPECT_TRUE(out.step_rates_disagree);
+  ASSERT_EQ(out.ask.unit, format::kCaptureSeconds);
+  // The median of two step times is the upper one: 20 steps of 1 ms.
+  EXPECT_EQ(out.ask.count, 20'000'000u);
+  ASSERT_EQ(out.warnings.size(), 1u);
+  EXPECT_NE(out.warnings[0].find("step times disagree (0.250 to 1.000 ms"), std::string::npos)
+      << out.warnings[0];
+  EXPECT_NE(describe(out).find("the ranks' steps disagree"), std::string::npos) << describe(out);
+}
+
+// Ranks whose step times differ by the noise of a busy machine (10 %) agree: steps.
+TEST(CaptureAsker, RanksWithAlikeStepRatesGetSteps) {
+  TempDir dir, shm;
+  write_running_rank(dir.path(), 2000, 0, 1000, 77, 0, 1000);
+  write_running_rank(dir.path(), 1800, 0, 1100, 78, 1, 1100);
+  CaptureOptions o;
+  o.job = "j";
+  o.dir = dir.path();
+  o.shm_dir = shm.path();
+  const CaptureOutcome out = ask_capture(o);
+  ASSERT_TRUE(out.ok) << out.error;
+  EXPECT_FALSE(out.step_rates_disagree);
+  EXPECT_EQ(out.ask.unit, format::kCaptureSteps);
+  EXPECT_EQ(out.ask.count, 20u);
 }
 
 }  // namespace
