@@ -35,6 +35,15 @@ GpuSwitchInfo gpu_switch_of(const std::vector<std::unique_ptr<StepSource>>& sour
   return info;
 }
 
+// Where a summary stands in its rank's order: a rank that counted seconds of the clock while it
+// learned its steps switches once to learned steps, whose numbers restart below the Unix seconds
+// (shim/record/step_summarizer.h), so its seconds come first; within a source numbers increase.
+// Ranks' summaries are joined on this key: seconds with seconds, learned steps with learned ones.
+uint64_t order_of(const format::StepRecord& s) {
+  const bool clock = s.prefix.u8a == static_cast<uint8_t>(format::StepSource::kInterval);
+  return (uint64_t{clock ? 0u : 1u} << 32) | s.step;
+}
+
 }  // namespace
 
 History build_history(std::vector<RankSource> ranks,
@@ -58,19 +67,20 @@ History build_history(std::vector<RankSource> ranks,
   for (std::size_t r = 0; r < n; ++r) live[r] = sources[r]->next(head[r]);
   std::vector<const format::StepRecord*> cur(n, nullptr);
   for (;;) {
-    uint64_t step = UINT64_MAX;
+    uint64_t key = UINT64_MAX;
     for (std::size_t r = 0; r < n; ++r)
-      if (live[r]) step = std::min<uint64_t>(step, head[r].step);
-    if (step == UINT64_MAX) break;
+      if (live[r]) key = std::min(key, order_of(head[r]));
+    if (key == UINT64_MAX) break;
+    const uint64_t step = key & 0xffffffffu;
     for (std::size_t r = 0; r < n; ++r) {
       cur[r] = nullptr;
-      if (!live[r] || head[r].step != step) continue;
+      if (!live[r] || order_of(head[r]) != key) continue;
       taken[r] = head[r];
       cur[r] = &taken[r];
       // A step number this rank passed already (summarized twice, or its numbering went back)
       // cannot join its peers any more: skipped and counted.
       bool more = sources[r]->next(head[r]);
-      while (more && head[r].step <= step) {
+      while (more && order_of(head[r]) <= key) {
         ++h.out_of_order;
         more = sources[r]->next(head[r]);
       }

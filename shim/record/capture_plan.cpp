@@ -222,6 +222,21 @@ void CapturePlan::close_window(Window& w, int64_t end_ns, uint64_t end_step, boo
   emit_mark(w, format::WindowEvent::kClose);
 }
 
+void CapturePlan::numbering_restarted(int64_t start_ns) {
+  if (all_ || last_step_ == format::kNoStep) return;
+  const uint64_t end_step = last_step_ + 1;
+  for (Window& w : windows_) {
+    if (w.state == State::kClosing) {
+      w.state = State::kClosed;
+      w.end_step = end_step;
+      emit_mark(w, format::WindowEvent::kClose);
+    } else if (w.state == State::kOpen && !w.timed &&
+               (w.count != 0 || w.want_end != format::kNoStep)) {
+      close_window(w, start_ns, end_step, true);
+    }
+  }
+}
+
 void CapturePlan::step_started(uint64_t step, int64_t start_ns, bool exact) {
   last_step_ = step;
   last_step_start_ns_ = start_ns;

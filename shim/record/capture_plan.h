@@ -60,6 +60,12 @@ class CapturePlan {
 
   // A step started (step_summarizer.h, in step order): opens and closes step-aligned windows.
   void step_started(uint64_t step, int64_t start_ns, bool exact = false);
+  // Step numbering restarts at `start_ns` (step_summarizer.h: a rank that counted seconds of the
+  // clock while it learned switches to learned steps, numbered as the job numbers them): a
+  // window counted in steps that is open there closes there, its end step the clock second that
+  // would have followed (the marks say what the trace holds, in the numbers it was counted in);
+  // windows asked for later step numbers wait for them in the learned numbers.
+  void numbering_restarted(int64_t start_ns);
   // A request (`ncclwatch capture` through the segment or the control file, or capture by
   // itself): steps [first, first + count), or `count` ns from CLOCK_REALTIME `first` (0: now), or
   // (kCaptureRecent, a hang) from `recent_start_ns` -- the oldest detail record the drain thread
@@ -107,7 +113,7 @@ class CapturePlan {
     uint64_t steps_seen = 0;
     uint64_t detail_records = 0;
     bool due_soon = false;  // detail_soon said so once
-    uint32_t text_id = 0;  // StringRecord id of what asked for it, 0: none
+    uint32_t text_id = 0;   // StringRecord id of what asked for it, 0: none
   };
 
   void open_window(Window& w, int64_t start_ns, uint64_t first_step, bool exact = false);

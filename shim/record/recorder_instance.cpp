@@ -87,6 +87,8 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
                        now->call.t_enter_ns == start;
     p->plan_.step_started(step, start, exact);
   });
+  r->summarizer_.set_numbering_restarted(
+      [p = r.get()](int64_t start) { p->plan_.numbering_restarted(start); });
   r->summarizer_.set_in_window(
       [p = r.get()](int64_t start, int64_t end) { return p->plan_.in_window(start, end); });
   r->gpu_switch_.start(r->settings_.summary_gpu, r->settings_.detail == DetailLevel::kAll,

@@ -39,7 +39,9 @@ class StepLearner {
   static constexpr std::size_t kMaxCalls = 3072;
   // Equal collectives whose gaps neither show a step nor are flat (a busy machine hides the
   // step): the newest kMaxCalls calls are looked at again every kMaxCalls / 4 calls, up to this
-  // many calls in all; then steps come from the clock.
+  // many calls in all; then steps come from the clock for good. Meanwhile, from kMaxCalls calls
+  // (or a time) on, the summarizer counts seconds of the clock and switches when this learns
+  // (step_summarizer.h, Options::clock_fallback_ns).
   static constexpr std::size_t kMaxUnclearCalls = 8 * kMaxCalls;
 
   // Gaps at each phase of twice a candidate step before the gaps may decide it: a busy machine
@@ -71,6 +73,8 @@ class StepLearner {
   State state() const { return state_; }
   const StepPattern& pattern() const { return pattern_; }
   std::size_t calls() const { return calls_.size(); }
+  // Calls added since the last reset (calls() stops growing at kMaxCalls).
+  std::size_t seen() const { return seen_; }
   void reset();
 
   // Exposed for tests. The smallest period p of tokens[from..] (repeats for >= 97% of the

@@ -164,11 +164,14 @@ void StepSummarizer::observe(const Record& r, int64_t now) {
   if (first_event_ns_ == 0) first_event_ns_ = now;
   if (decided_) {
     // The reference comm is still to be chosen (NVTX ranges decided early), or the pattern is
-    // learned again after it broke.
+    // learned again after it broke, or learned on while steps are seconds of the clock.
     if (r.prefix.kind == RecordKind::kCall &&
         (!ref_chosen_ || (learner_.state() == StepLearner::State::kLearning &&
-                          source_ == format::StepSource::kCollectives)))
+                          (source_ == format::StepSource::kCollectives || clock_fallback_))))
       note_call_for_learning(r.call, now);
+    if (clock_fallback_ && learner_.state() == StepLearner::State::kLearned) switch_to_learned();
+    if (clock_fallback_ && learner_.state() == StepLearner::State::kFailed)
+      clock_fallback_ = false;  // no step in the gaps: the clock for good
     place(r);
     return;
   }
@@ -195,7 +198,26 @@ void StepSummarizer::try_decide(int64_t now) {
              (!ref_chosen_ && first_event_ns_ != 0 &&
               now - first_event_ns_ >= options_.interval_after_ns)) {
     decide(format::StepSource::kInterval);
+  } else if (ref_chosen_ && first_ref_ns_ != 0 &&
+             (learner_.seen() >= StepLearner::kMaxCalls ||
+              now - first_ref_ns_ >= options_.clock_fallback_ns)) {
+    // The gaps are still unclear (a busy machine): summaries and step numbers from the clock
+    // rather than none until the learner decides (up to StepLearner::kMaxUnclearCalls calls).
+    clock_fallback_ = true;
+    decide(format::StepSource::kInterval);
   }
+}
+
+void StepSummarizer::switch_to_learned() {
+  clock_fallback_ = false;
+  source_ = format::StepSource::kCollectives;
+  // The open clock second runs on until the first learned step starts (place_call), its calls
+  // not lost: flush() capped it at its second's end only while more seconds could follow.
+  if (!open_.empty() && !open_.back().provisional &&
+      open_.back().source == format::StepSource::kInterval)
+    open_.back().end_ns = INT64_MAX;
+  // Step times for capture planning: the learned steps' from now on, not seconds.
+  recent_durations_.clear();
 }
 
 void StepSummarizer::decide(format::StepSource source) {
@@ -320,10 +342,14 @@ StepSummarizer::Step* StepSummarizer::step_at(int64_t t) {
 void StepSummarizer::add_boundary(uint32_t number, int64_t start_ns) {
   Step next;
   next.start_ns = start_ns;
+  bool restarted = false;
   if (!open_.empty()) {
     Step& back = open_.back();
     if (start_ns <= back.start_ns) return;  // out of order: the earlier boundary stands
-    if (number <= back.number && !back.provisional) number = back.number + 1;
+    // Numbers only increase within a source; from clock seconds to learned steps they restart
+    // at the job's numbering (below any Unix second).
+    restarted = !back.provisional && back.source != source_;
+    if (number <= back.number && !back.provisional && !restarted) number = back.number + 1;
     back.end_ns = std::min(back.end_ns, start_ns);
     if (source_ == format::StepSource::kInterval && !back.provisional)
       back.end_ns = std::min(back.end_ns, back.start_ns + kSecondNs);
@@ -340,9 +366,11 @@ void StepSummarizer::add_boundary(uint32_t number, int64_t start_ns) {
     next.last_event_ns = std::max(back.last_event_ns, start_ns);
   }
   next.number = number;
+  next.source = source_;
   if (!open_.empty() && open_.back().provisional) open_.pop_back();  // before the first step
   open_.push_back(std::move(next));
   last_step_ = number;
+  if (restarted && numbering_restarted_) numbering_restarted_(start_ns);
   if (step_started_) step_started_(number, start_ns);
   if (open_.size() > kMaxOpenSteps) {
     summarize(open_.front(), false, true);
@@ -390,7 +418,7 @@ void StepSummarizer::summarize(Step& s, bool last, bool partial) {
   Record rec{};
   format::StepRecord& out = rec.step;
   out.prefix.kind = RecordKind::kStep;
-  out.prefix.u8a = static_cast<uint8_t>(source_);
+  out.prefix.u8a = static_cast<uint8_t>(s.source);
   const int64_t end = s.end_ns;
   out.step = s.number;
   out.start_ns = s.start_ns;
@@ -432,7 +460,7 @@ void StepSummarizer::summarize(Step& s, bool last, bool partial) {
   if (last) out.prefix.flags |= format::kStepLast;
   if (partial) out.prefix.flags |= format::kStepGpuPartial;
   if (in_window_ && in_window_(s.start_ns, end)) out.prefix.flags |= format::kStepDetail;
-  if (!last) {
+  if (!last && s.source == source_) {
     recent_durations_.push_back(end - s.start_ns);
     if (recent_durations_.size() > 16) recent_durations_.pop_front();
   }

@@ -1,12 +1,13 @@
 // The drain thread's per-step summaries (format.h, StepRecord): from every record it drains it
 // finds where steps start (step_learner.h: the collective sequence; or NVTX ranges named like a
-// step; or, without either, one second of host time) and sums per step what the shim can know
-// locally: step time, GPU compute, exposed communication and idle time (unions of the kernel
-// intervals, when GPU timing runs), NCCL calls and bytes, and the arrival at the step's first
-// collective on the reference comm with that collective's GPU end (the collector compares those
-// across ranks: lateness and waiting for peers need the peers). Never on the hot path; memory is
-// bounded (a backlog while the step structure is learned, at most kMaxOpenSteps steps waiting for
-// their GPU records).
+// step; or, without either, one second of host time -- also while the collectives' gaps are
+// unclear, until the learner decides: Options::clock_fallback_ns) and sums per step what the shim
+// can know locally: step time, GPU compute, exposed communication and idle time (unions of the
+// kernel intervals, when GPU timing runs), NCCL calls and bytes, and the arrival at the step's
+// first collective on the reference comm with that collective's GPU end (the collector compares
+// those across ranks: lateness and waiting for peers need the peers). Never on the hot path; memory
+// is bounded (a backlog while the step structure is learned, at most kMaxOpenSteps steps waiting
+// for their GPU records).
 //
 // GPU records come late (CUPTI hands over buffers every second or so), so a step is summarized
 // once it has ended and either a GPU record after its end has come or gpu_grace_ns has passed.
@@ -39,11 +40,23 @@ class StepSummarizer {
     // With no step structure (no collectives, or no repeating pattern) after this long, steps
     // are seconds of host time.
     int64_t interval_after_ns = 20'000'000'000;
+    // Collectives whose gaps are still unclear this long after the first one on the reference
+    // comm (or after StepLearner::kMaxCalls of them, whichever comes first): steps are seconds of
+    // host time meanwhile -- summaries flow, step numbers exist -- and the learner goes on; once
+    // it learns, steps are the learned ones from the next step start (docs/always-on.md). Long
+    // enough for a quiet job of 1 s steps to learn 4 equal buckets (~200 calls) first.
+    int64_t clock_fallback_ns = 60'000'000'000;
   };
   // Called for every StepRecord (the drain thread pushes it into the ring).
   using Emit = std::function<void(const format::Record&)>;
   // Called when a step starts (for capture windows aligned on steps).
   using StepStarted = std::function<void(uint32_t step, int64_t start_ns)>;
+  // Called when step numbering restarts: a rank on clock steps while it learns (Options::
+  // clock_fallback_ns) switched to learned steps, whose numbers (the job's, from the collective
+  // seq) are below the Unix seconds before; `start_ns` is the first learned step's start, told
+  // before its StepStarted. Within a source step numbers only increase, and the source changes at
+  // most once, from the clock to learned steps (capture_plan.h closes step windows there).
+  using NumberingRestarted = std::function<void(int64_t start_ns)>;
   // Whether full detail was kept over [start, end) (the StepRecord's kStepDetail flag).
   using InWindow = std::function<bool(int64_t start_ns, int64_t end_ns)>;
 
@@ -58,6 +71,7 @@ class StepSummarizer {
   explicit StepSummarizer(const Options& options) : options_(options) {}
   void set_emit(Emit emit) { emit_ = std::move(emit); }
   void set_step_started(StepStarted f) { step_started_ = std::move(f); }
+  void set_numbering_restarted(NumberingRestarted f) { numbering_restarted_ = std::move(f); }
   void set_in_window(InWindow f) { in_window_ = std::move(f); }
   void set_summarized(Summarized f) { summarized_ = std::move(f); }
   void set_gpu_covered(GpuCovered f) { gpu_covered_ = std::move(f); }
@@ -79,6 +93,8 @@ class StepSummarizer {
   int64_t median_step_ns() const;
   format::StepSource source() const { return source_; }
   bool decided() const { return decided_; }
+  // Counting seconds of the clock while the learner goes on (Options::clock_fallback_ns).
+  bool on_clock_fallback() const { return clock_fallback_; }
   const StepPattern& pattern() const { return learner_.pattern(); }
   // Records that came too late for their step (summarized already) or were dropped from the
   // backlog: said nowhere but in tests and the bench.
@@ -93,6 +109,7 @@ class StepSummarizer {
   };
   struct Step {
     uint32_t number = 0;
+    format::StepSource source = format::StepSource::kCollectives;  // how `number` was counted
     int64_t start_ns = 0;
     int64_t end_ns = INT64_MAX;  // until the next step starts
     std::vector<CallItem> calls;
@@ -111,6 +128,7 @@ class StepSummarizer {
   void choose_reference();
   void try_decide(int64_t now);
   void decide(format::StepSource source);
+  void switch_to_learned();
   void place(const format::Record& r);
   void place_call(const format::CallRecord& c);
   void place_gpu(int64_t start, int64_t end, int which, bool cupti);
@@ -123,6 +141,7 @@ class StepSummarizer {
   Options options_;
   Emit emit_;
   StepStarted step_started_;
+  NumberingRestarted numbering_restarted_;
   InWindow in_window_;
   Summarized summarized_;
   GpuCovered gpu_covered_;
@@ -131,6 +150,7 @@ class StepSummarizer {
   // Learning.
   bool decided_ = false;
   format::StepSource source_ = format::StepSource::kCollectives;
+  bool clock_fallback_ = false;  // decided on the clock while the learner goes on
   std::vector<format::Record> backlog_;
   std::unordered_map<uint64_t, int32_t> comm_ranks_;  // comm id -> nranks
   std::unordered_map<uint64_t, uint32_t> coll_counts_;

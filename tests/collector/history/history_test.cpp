@@ -195,21 +195,23 @@ TEST(History, FoldingKeepsMemoryBounded) {
   EXPECT_EQ(total, job.steps);
 }
 
+// One rank's summaries from a list.
+class Listed : public StepSource {
+ public:
+  explicit Listed(std::vector<format::StepRecord> v) : v_(std::move(v)) {}
+  bool next(format::StepRecord& out) override {
+    if (at_ >= v_.size()) return false;
+    out = v_[at_++];
+    return true;
+  }
+
+ private:
+  std::vector<format::StepRecord> v_;
+  std::size_t at_ = 0;
+};
+
 TEST(History, RanksMissingStepsAndStepsOutOfOrder) {
   // Rank 1 misses step 2 and repeats step 1; the others still join.
-  class Listed : public StepSource {
-   public:
-    explicit Listed(std::vector<format::StepRecord> v) : v_(std::move(v)) {}
-    bool next(format::StepRecord& out) override {
-      if (at_ >= v_.size()) return false;
-      out = v_[at_++];
-      return true;
-    }
-
-   private:
-    std::vector<format::StepRecord> v_;
-    std::size_t at_ = 0;
-  };
   SimJob job;
   job.ranks = 2;
   job.hosts = 1;
@@ -226,6 +228,40 @@ TEST(History, RanksMissingStepsAndStepsOutOfOrder) {
   ASSERT_EQ(h.periods.size(), 4u);
   EXPECT_EQ(h.periods[2].ranks[1].steps, 0u);
   EXPECT_EQ(h.periods[2].ranks[0].steps, 1u);
+}
+
+TEST(History, ARankThatCountedSecondsWhileItLearnedJoinsItsPeersOnceItLearned) {
+  // Rank 1 counted two Unix seconds of the clock before it learned the job's steps, and its
+  // numbers restarted at step 2 (shim/record/step_summarizer.h): its seconds stand alone, and
+  // its learned steps join rank 0's, none of them out of order.
+  SimJob job;
+  job.ranks = 2;
+  job.hosts = 1;
+  auto on_clock = [&](uint32_t second) {
+    format::StepRecord s = testing::sim_step(job, 1, 0);
+    s.step = second;
+    s.prefix.u8a = static_cast<uint8_t>(format::StepSource::kInterval);
+    return s;
+  };
+  std::vector<std::unique_ptr<StepSource>> sources;
+  sources.push_back(std::make_unique<Listed>(
+      std::vector<format::StepRecord>{testing::sim_step(job, 0, 0), testing::sim_step(job, 0, 1),
+                                      testing::sim_step(job, 0, 2), testing::sim_step(job, 0, 3)}));
+  sources.push_back(std::make_unique<Listed>(
+      std::vector<format::StepRecord>{on_clock(1'700'000'000), on_clock(1'700'000'001),
+                                      testing::sim_step(job, 1, 2), testing::sim_step(job, 1, 3)}));
+  const History h = build_history(testing::sim_ranks(job), sources);
+  EXPECT_EQ(h.out_of_order, 0u);
+  EXPECT_EQ(h.steps, 6u);
+  ASSERT_EQ(h.periods.size(), 6u);
+  EXPECT_EQ(h.periods[0].first_step, 1'700'000'000u);
+  EXPECT_EQ(h.periods[0].ranks[1].steps, 1u);
+  EXPECT_EQ(h.periods[0].ranks[0].steps, 0u);
+  EXPECT_EQ(h.periods[2].first_step, 0u);
+  EXPECT_EQ(h.periods[2].ranks[1].steps, 0u);
+  EXPECT_EQ(h.periods[4].first_step, 2u);
+  EXPECT_EQ(h.periods[4].ranks[0].steps, 1u);
+  EXPECT_EQ(h.periods[4].ranks[1].steps, 1u);
 }
 
 TEST(History, ReadFromTraceFiles) {

@@ -318,6 +318,38 @@ TEST(CapturePlan, RequestedStepsOpenOnTheirStepsOncePerId) {
   EXPECT_FALSE(whole.request(ask_steps(45, 2, 5), 10));
 }
 
+// A rank that counted seconds of the clock while it learned switches to learned steps, whose
+// numbers restart below the seconds: a window counted in steps that is open there closes there,
+// its end the second that would have followed. Learned step numbers asked for while it counted
+// seconds are over there (as on any rank on the clock: the asker asks for seconds then); asked
+// for after the switch, they open on their steps.
+TEST(CapturePlan, StepNumberingRestartingClosesTheStepWindowsOpenThere) {
+  Marks marks;
+  CapturePlan plan;
+  plan.start(with_schedule("off"), marks.emit(), 0, 0);
+  const uint64_t second = 1'700'000'000;
+  plan.step_started(second, 0);
+  EXPECT_TRUE(plan.request(ask_steps(50, second + 1, 10), 10));  // the asker saw seconds
+  plan.step_started(second + 1, kS);
+  plan.step_started(second + 2, 2 * kS);
+  EXPECT_TRUE(plan.request(ask_steps(51, 400, 5), 2 * kS + 10));  // below these seconds
+  EXPECT_TRUE(plan.keep(call_at(2 * kS + 20)));
+  plan.numbering_restarted(2 * kS + 500 * kMs);
+  plan.step_started(300, 2 * kS + 500 * kMs);
+  EXPECT_FALSE(plan.keep(call_at(2 * kS + 600 * kMs)));
+  ASSERT_EQ(marks.all.size(), 2u);
+  EXPECT_EQ(marks.all[0].id, 50u);
+  EXPECT_EQ(marks.all[0].first_step, second + 1);
+  EXPECT_EQ(marks.all[1].prefix.u8b, static_cast<uint8_t>(WindowEvent::kClose));
+  EXPECT_EQ(marks.all[1].end_step, second + 3);
+  EXPECT_EQ(marks.all[1].end_ns, 2 * kS + 500 * kMs);
+  EXPECT_TRUE(plan.request(ask_steps(52, 400, 5), 2 * kS + 700 * kMs));
+  for (uint64_t step = 301; step <= 400; ++step) plan.step_started(step, 3 * kS + step * kMs);
+  ASSERT_EQ(marks.all.size(), 3u);
+  EXPECT_EQ(marks.all[2].id, 52u);
+  EXPECT_EQ(marks.all[2].first_step, 400u);
+}
+
 // A request in seconds (no step numbers known): CLOCK_REALTIME start and length, on every host
 // the same moments; closed by time.
 TEST(CapturePlan, RequestedSecondsAreAWallClockSpan) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <vector>
 
 #include "record/interval_list.h"
@@ -326,6 +327,82 @@ TEST(StepSummarizer, WithoutStructureStepsAreSecondsOfWallTime) {
   EXPECT_EQ(out[1].step, 6u);
   EXPECT_EQ(out[1].duration_us, 1'000'000u);
   EXPECT_EQ(out[1].calls, 100u);
+}
+
+// A busy machine hides the step: equal buckets whose forward-pass gap shows in only 3 of every 5
+// steps (neither a step nor flat gaps: the learner waits). After clock_fallback_ns the rank's
+// steps are seconds of the clock -- summaries from the start, numbered by Unix second -- and once
+// the gaps are clear (every step's gap wide) the learner finds the step and the steps are the
+// learned ones from the next step start on, numbered as the job numbers them: every call in one
+// summary, numbers increasing within each source, one restart between them.
+TEST(StepSummarizer, UnclearGapsCountSecondsUntilTheStepIsLearned) {
+  constexpr int64_t kSecond = 1'000 * kMs;
+  constexpr int64_t kUnixSecond = 1'700'000'000;
+  std::vector<Record> records = {clock_anchor(kT0, kUnixSecond * kSecond + 300 * kMs),
+                                 comm(kWorld, 4)};
+  std::map<uint32_t, int64_t> enter_of;  // seq -> t_enter
+  int64_t t = kT0;
+  uint32_t seq = 0;
+  auto add = [&](int64_t gap) {
+    t += gap;
+    enter_of[seq] = t;
+    records.push_back(call(format::Func::kAllReduce, kWorld, seq++, t));
+  };
+  add(0);  // the parameters' broadcast, as an all-reduce of the same size
+  constexpr int kUnclearSteps = 500, kClearSteps = 1000;
+  for (int s = 0; s < kUnclearSteps + kClearSteps; ++s) {
+    const bool wide = s >= kUnclearSteps || s % 5 < 3;
+    for (int b = 0; b < 4; ++b) add(b == 0 && wide ? 7 * kMs : kMs);
+  }
+  StepSummarizer::Options o;
+  o.nvtx_wait_ns = 0;
+  o.clock_fallback_ns = kSecond;
+  StepSummarizer sum(o);
+  std::vector<format::StepRecord> out;
+  std::vector<int64_t> restarts;
+  sum.set_emit([&](const Record& r) { out.push_back(r.step); });
+  sum.set_numbering_restarted([&](int64_t start) { restarts.push_back(start); });
+  bool fell_back = false;
+  for (const Record& r : records) {
+    sum.observe(r, r.prefix.kind == RecordKind::kCall ? r.call.t_enter_ns + 100'000 : kT0);
+    fell_back = fell_back || sum.on_clock_fallback();
+  }
+  EXPECT_TRUE(fell_back);
+  EXPECT_FALSE(sum.on_clock_fallback());
+  EXPECT_EQ(sum.source(), format::StepSource::kCollectives);
+  EXPECT_EQ(sum.pattern().period, 4u);
+  EXPECT_EQ(sum.pattern().phase, 1u);  // the first bucket after the forward pass
+  sum.flush(t + 60'000 * kMs, true);
+
+  ASSERT_EQ(restarts.size(), 1u);
+  std::size_t learned = 0;
+  while (learned < out.size() &&
+         out[learned].prefix.u8a == static_cast<uint8_t>(format::StepSource::kInterval))
+    ++learned;
+  ASSERT_GT(learned, 2u);
+  ASSERT_LT(learned, out.size());
+  EXPECT_EQ(out[0].step, static_cast<uint32_t>(kUnixSecond));  // from the first call on
+  EXPECT_EQ(out[learned].start_ns, restarts[0]);
+  uint64_t calls = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    SCOPED_TRACE("summary " + std::to_string(i) + ", step " + std::to_string(out[i].step));
+    calls += out[i].calls;
+    if (i < learned) {
+      if (i > 0) {
+        EXPECT_EQ(out[i].step, out[i - 1].step + 1);
+      }
+      continue;
+    }
+    EXPECT_EQ(out[i].prefix.u8a, static_cast<uint8_t>(format::StepSource::kCollectives));
+    // Step n starts at the call with seq 1 + 4n, as on a rank that learned at once.
+    EXPECT_EQ(out[i].start_ns, enter_of[1 + 4 * out[i].step]);
+    if (i > learned) {
+      EXPECT_EQ(out[i].step, out[i - 1].step + 1);
+    }
+  }
+  EXPECT_GE(out[learned].step, static_cast<uint32_t>(kUnclearSteps));
+  EXPECT_EQ(out.back().step, static_cast<uint32_t>(kUnclearSteps + kClearSteps - 1));
+  EXPECT_EQ(calls, records.size() - 2);  // every call in one summary
 }
 
 }  // namespace
