@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -55,6 +56,7 @@ uint64_t random_id() {
 struct FileStep {
   bool found = false;
   uint64_t step = 0;
+  uint32_t steps_from = 0;  // 1 + StepSource of `step` (format::checkpoint_steps_from)
   int64_t end_realtime_ns = 0;
   int64_t step_ns = 0;  // time per step number: the span of the summaries read / the steps in it
 };
@@ -66,21 +68,33 @@ FileStep last_step_of(const std::string& path) {
   const auto& p = reader.header().process;
   const int64_t offset = p.start_realtime_ns - p.start_monotonic_ns;
   reader.seek(reader.record_count() > kTailRecords ? reader.record_count() - kTailRecords : 0);
+  // A rank that counted seconds of the clock while it learned restarts its numbers at its
+  // learned steps (shim/record/step_summarizer.h): those come after any second.
+  auto order = [](const format::StepRecord& st) {
+    const bool clock = st.prefix.u8a == static_cast<uint8_t>(format::StepSource::kInterval);
+    return (uint64_t{clock ? 0u : 1u} << 32) | st.step;
+  };
+  std::vector<format::StepRecord> steps;
+  for (auto chunk = reader.next(); !chunk.empty(); chunk = reader.next()) {
+    for (const auto& r : chunk)
+      if (r.prefix.kind == format::RecordKind::kStep) steps.push_back(r.step);
+  }
+  uint64_t newest = 0;
+  for (const auto& st : steps) newest = std::max(newest, order(st));
   uint64_t first_step = 0;
   int64_t first_start = 0, last_duration = 0;
-  for (auto chunk = reader.next(); !chunk.empty(); chunk = reader.next()) {
-    for (const auto& r : chunk) {
-      if (r.prefix.kind != format::RecordKind::kStep) continue;
-      if (!out.found || r.step.step < first_step) {
-        first_step = r.step.step;
-        first_start = r.step.start_ns;
-      }
-      if (out.found && r.step.step < out.step) continue;
-      out.found = true;
-      out.step = r.step.step;
-      last_duration = int64_t{r.step.duration_us} * 1000;
-      out.end_realtime_ns = r.step.start_ns + last_duration + offset;
+  for (const auto& st : steps) {
+    if (order(st) >> 32 != newest >> 32) continue;  // counted otherwise than the newest
+    if (!out.found || st.step < first_step) {
+      first_step = st.step;
+      first_start = st.start_ns;
     }
+    if (out.found && st.step < out.step) continue;
+    out.found = true;
+    out.step = st.step;
+    out.steps_from = format::checkpoint_steps_from(static_cast<format::StepSource>(st.prefix.u8a));
+    last_duration = int64_t{st.duration_us} * 1000;
+    out.end_realtime_ns = st.start_ns + last_duration + offset;
   }
   // Not the newest step's own duration: a step the learner cut short (a sub-step of a few us on a
   // busy machine) would make the steps since it look like hundreds of thousands.
@@ -134,6 +148,7 @@ CaptureOutcome ask_capture(const CaptureOptions& o) {
   }
   // Where the job is: the drain checkpoints of this node's ranks, else the trace files.
   std::vector<int64_t> step_times;
+  std::set<uint32_t> counted_by;  // how the ranks counted their steps, where they say
   bool remote = segments.empty();
   for (const auto& s : segments) {
     const format::DrainCheckpoint cp = s->drain_checkpoint();
@@ -141,6 +156,7 @@ CaptureOutcome ask_capture(const CaptureOptions& o) {
         (out.last_step == format::kNoStep || cp.last_step > out.last_step))
       out.last_step = cp.last_step;
     if (cp.step_ns > 0) step_times.push_back(cp.step_ns);
+    if (cp.steps_from != 0) counted_by.insert(cp.steps_from);
   }
   if (!out.dir.empty()) {
     trace::JobLoadOptions load;
@@ -162,6 +178,7 @@ CaptureOutcome ask_capture(const CaptureOptions& o) {
       const uint64_t current = last.step + since;
       if (out.last_step == format::kNoStep || current > out.last_step) out.last_step = current;
       step_times.push_back(last.step_ns);
+      counted_by.insert(last.steps_from);
     }
   }
   if (out.job.empty()) {
@@ -180,6 +197,15 @@ CaptureOutcome ask_capture(const CaptureOptions& o) {
           static_cast<double>(step_times.front()) / 1e6,
           static_cast<double>(step_times.back()) / 1e6, o.steps ? o.steps : kDefaultSteps));
     }
+  }
+  if (counted_by.size() > 1 && !out.step_rates_disagree) {
+    // Alike step times, yet one rank counts seconds of the clock (its gaps still unclear) and
+    // another learned steps: one step number is two moments (steps of about a second).
+    out.step_rates_disagree = true;
+    out.warnings.push_back(fmt::format(
+        "the ranks count their steps differently (some by seconds of the clock while they learn "
+        "their steps); asking for the seconds of {} steps at the median step time instead",
+        o.steps ? o.steps : kDefaultSteps));
   }
 
   format::CaptureAsk& ask = out.ask;

@@ -277,6 +277,8 @@ void RecorderInstance::write_checkpoint() {
   cp.file_records = writer_->part_records();
   cp.last_step = summarizer_.last_step();
   cp.step_ns = summarizer_.median_step_ns();
+  if (cp.last_step != format::kNoStep)
+    cp.steps_from = format::checkpoint_steps_from(summarizer_.source());
   format::seqlock_store(segment_->header()->drain, cp);
 }
 

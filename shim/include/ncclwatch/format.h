@@ -677,9 +677,17 @@ struct DrainCheckpoint {
   uint64_t file_records;
   uint64_t last_step;  // the newest step this rank started (kNoStep: none yet)
   int64_t step_ns;     // its recent median step time (0: unknown)
-  uint64_t reserved[3];
+  // How last_step was counted: 1 + StepSource (checkpoint_steps_from), 0 where not said (no step
+  // yet, or a shim before this field). Ranks that count differently -- one by the clock while it
+  // learns, one by learned steps -- name different moments by one step number.
+  uint32_t steps_from;
+  uint32_t reserved32;
+  uint64_t reserved[2];
 };
 static_assert(sizeof(DrainCheckpoint) == 64);
+inline constexpr uint32_t checkpoint_steps_from(StepSource source) {
+  return 1 + static_cast<uint32_t>(source);
+}
 
 // A capture asked for by `ncclwatch capture` on this node (version 5): written into the segment
 // by that command (same user; the segment is 0600) under a seqlock (version odd while written),

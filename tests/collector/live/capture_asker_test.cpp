@@ -23,9 +23,12 @@ int64_t realtime_now() {
 }
 
 // A running rank's trace on another host: `steps` step summaries of `step_us` each (process
-// `pid`, rank `rank`), the newest ending `ago_ns` before now, its duration `last_us`.
+// `pid`, rank `rank`), the newest ending `ago_ns` before now, its duration `last_us`; numbered
+// from `first_number`, counted as `source` says.
 void write_running_rank(const std::string& dir, uint32_t steps, int64_t ago_ns, uint32_t last_us,
-                        int32_t pid = 77, int32_t rank = 0, int64_t step_us = 1000) {
+                        int32_t pid = 77, int32_t rank = 0, int64_t step_us = 1000,
+                        uint32_t first_number = 0,
+                        format::StepSource source = format::StepSource::kCollectives) {
   format::ProcessInfo p = trace::testing::make_process("j", "elsewhere", pid, rank, 2);
   constexpr int64_t kBase = 5'000'000'000;  // the host clock at the first step
   const int64_t end = kBase + int64_t{steps - 1} * step_us * 1000 + int64_t{last_us} * 1000;
@@ -34,9 +37,10 @@ void write_running_rank(const std::string& dir, uint32_t steps, int64_t ago_ns, 
   std::vector<format::Record> records;
   for (uint32_t s = 0; s < steps; ++s) {
     records.push_back(
-        trace::testing::make_step(s, kBase + int64_t{s} * step_us * 1000,
+        trace::testing::make_step(first_number + s, kBase + int64_t{s} * step_us * 1000,
                                   s + 1 == steps ? last_us : static_cast<uint32_t>(step_us), s * 4,
                                   0, 0, format::kStepUnknownUs, 0, 0));
+    records.back().prefix.u8a = static_cast<uint8_t>(source);
   }
   trace::testing::write_trace(
       dir + "/ncclwatch.elsewhere." + std::to_string(pid) + ".trace",
@@ -87,6 +91,61 @@ TEST(CaptureAsker, RanksWhoseStepRatesDisagreeGetTheSameSeconds) {
   EXPECT_NE(out.warnings[0].find("step times disagree (0.250 to 1.000 ms"), std::string::npos)
       << out.warnings[0];
   EXPECT_NE(describe(out).find("the ranks' steps disagree"), std::string::npos) << describe(out);
+}
+
+// Steps of about a second: rank 1 still counts seconds of the clock (its gaps unclear), rank 0
+// learned its steps. Alike step times, but one step number is two moments: seconds.
+TEST(CaptureAsker, RanksThatCountStepsDifferentlyGetTheSameSeconds) {
+  TempDir dir, shm;
+  write_running_rank(dir.path(), 30, 0, 1'000'000, 77, 0, 1'000'000);
+  write_running_rank(dir.path(), 30, 0, 1'000'000, 78, 1, 1'000'000, 1'700'000'000,
+                     format::StepSource::kInterval);
+  CaptureOptions o;
+  o.job = "j";
+  o.dir = dir.path();
+  o.shm_dir = shm.path();
+  o.steps = 5;
+  const CaptureOutcome out = ask_capture(o);
+  ASSERT_TRUE(out.ok) << out.error;
+  EXPECT_TRUE(out.step_rates_disagree);
+  ASSERT_EQ(out.ask.unit, format::kCaptureSeconds);
+  EXPECT_EQ(out.ask.count, 5'000'000'000u);
+  ASSERT_EQ(out.warnings.size(), 1u);
+  EXPECT_NE(out.warnings[0].find("count their steps differently"), std::string::npos)
+      << out.warnings[0];
+}
+
+// A rank that counted seconds while it learned and then learned its steps (numbers restarted):
+// its newest step is the newest learned one, at the learned steps' rate.
+TEST(CaptureAsker, ARankThatSwitchedToLearnedStepsIsAtItsNewestLearnedStep) {
+  TempDir dir, shm;
+  format::ProcessInfo p = trace::testing::make_process("j", "elsewhere", 77, 0, 1);
+  p.start_monotonic_ns = 1'000'000;
+  p.start_realtime_ns = realtime_now() - 10'000'000'000;
+  std::vector<format::Record> records;
+  for (uint32_t s = 0; s < 3; ++s) {
+    records.push_back(trace::testing::make_step(1'700'000'000 + s,
+                                                2'000'000'000 + s * 1'000'000'000, 1'000'000, 0, 0,
+                                                0, format::kStepUnknownUs, 0, 0));
+    records.back().prefix.u8a = static_cast<uint8_t>(format::StepSource::kInterval);
+  }
+  for (uint32_t s = 0; s < 1000; ++s)
+    records.push_back(trace::testing::make_step(400 + s, 5'000'000'000 + int64_t{s} * 1'000'000,
+                                                1000, 0, 0, 0, format::kStepUnknownUs, 0, 0));
+  trace::testing::write_trace(
+      dir.path() + "/ncclwatch.elsewhere.77.trace",
+      trace::testing::make_header(p, format::kTraceStateOpen, records.size()), records);
+  CaptureOptions o;
+  o.job = "j";
+  o.dir = dir.path();
+  o.shm_dir = shm.path();
+  const CaptureOutcome out = ask_capture(o);
+  ASSERT_TRUE(out.ok) << out.error;
+  EXPECT_FALSE(out.step_rates_disagree);
+  ASSERT_EQ(out.ask.unit, format::kCaptureSteps);
+  EXPECT_NEAR(static_cast<double>(out.step_ns), 1e6, 1e4);
+  EXPECT_GE(out.last_step, 1399u);
+  EXPECT_LT(out.last_step, 1'000'000u);
 }
 
 // Ranks whose step times differ by the noise of a busy machine (10 %) agree: steps.
