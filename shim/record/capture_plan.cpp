@@ -163,6 +163,7 @@ bool CapturePlan::detail_soon(int64_t now, int64_t lead_ns, uint64_t lead_steps)
     if (w.state == State::kOpen || w.state == State::kClosing) soon = true;
     if (w.state != State::kPending) continue;
     if (w.want_first != format::kNoStep) {
+      if ((w.want_first >= kSecondsFrom) != last_in_seconds_) continue;  // not numbered alike
       const uint64_t at = last_step_ == format::kNoStep ? 0 : last_step_;
       if (at < w.want_end && at + lead_steps >= w.want_first) w.due_soon = true;
     } else if (w.period_ns != 0 && now + lead_ns >= w.due_ns) {
@@ -237,9 +238,11 @@ void CapturePlan::numbering_restarted(int64_t start_ns) {
   }
 }
 
-void CapturePlan::step_started(uint64_t step, int64_t start_ns, bool exact) {
+void CapturePlan::step_started(uint64_t step, int64_t start_ns, bool exact, bool seconds) {
   last_step_ = step;
+  last_in_seconds_ = seconds;
   last_step_start_ns_ = start_ns;
+  const auto numbered_alike = [&](uint64_t want) { return (want >= kSecondsFrom) == seconds; };
   if (all_) return;
   bool opened_every = false;
   for (Window& w : windows_) {
@@ -252,11 +255,13 @@ void CapturePlan::step_started(uint64_t step, int64_t start_ns, bool exact) {
         // first:N counts the steps it saw; it starts before the first one.
         if (w.first_step == format::kNoStep) w.first_step = step;
         if (++w.steps_seen > w.count) close_window(w, start_ns, step, exact);
-      } else if (w.want_end != format::kNoStep && step >= w.want_end) {
+      } else if (w.want_end != format::kNoStep && numbered_alike(w.want_first) &&
+                 step >= w.want_end) {
         close_window(w, start_ns, step, exact);
       }
     } else if (w.state == State::kPending) {
       if (w.want_first != format::kNoStep) {
+        if (!numbered_alike(w.want_first)) continue;  // waits for steps numbered as it is
         if (step >= w.want_end) {
           w.state = State::kClosed;  // over before its steps were known here: never opened
           w.start_ns = w.end_ns = 0;
@@ -338,7 +343,8 @@ bool CapturePlan::request(const format::CaptureAsk& ask, int64_t now, int64_t re
   if (ask.unit != format::kCaptureSteps) return false;
   w.want_first = ask.first;
   w.want_end = ask.first + std::min<uint64_t>(ask.count, UINT32_MAX);
-  if (last_step_ != format::kNoStep && last_step_ >= w.want_first) {
+  if (last_step_ != format::kNoStep && (w.want_first >= kSecondsFrom) == last_in_seconds_ &&
+      last_step_ >= w.want_first) {
     if (last_step_ >= w.want_end) return true;  // over before it reached this rank
     windows_.push_back(w);
     open_window(windows_.back(), last_step_start_ns_, last_step_);  // noticed late

@@ -59,7 +59,14 @@ class CapturePlan {
   bool detail_soon(int64_t now, int64_t lead_ns, uint64_t lead_steps);
 
   // A step started (step_summarizer.h, in step order): opens and closes step-aligned windows.
-  void step_started(uint64_t step, int64_t start_ns, bool exact = false);
+  // `seconds`: the rank counts seconds of the clock (StepSource::kInterval, the learner's
+  // fallback), its step numbers Unix seconds. A window is judged only on steps numbered as it is:
+  // one asked for in Unix seconds (the asker's seconds mode: numbers past kSecondsFrom) on
+  // seconds, one in the job's step numbers (steps:A-B, `ncclwatch capture --steps`) on learned
+  // steps; on the others it waits (every A-B would look long over on Unix seconds).
+  void step_started(uint64_t step, int64_t start_ns, bool exact = false, bool seconds = false);
+  // Step numbers from here on are Unix seconds (2001-09-09): no job counts a billion steps.
+  static constexpr uint64_t kSecondsFrom = 1'000'000'000;
   // Step numbering restarts at `start_ns` (step_summarizer.h: a rank that counted seconds of the
   // clock while it learned switches to learned steps, numbered as the job numbers them): a
   // window counted in steps that is open there closes there, its end step the clock second that
@@ -125,7 +132,8 @@ class CapturePlan {
   Emit emit_;
   std::vector<CaptureItem> schedule_;
   bool all_ = false;
-  std::deque<Window> windows_;  // in the order they were planned
+  std::deque<Window> windows_;    // in the order they were planned
+  bool last_in_seconds_ = false;  // last_step_ is a Unix second (step_started's `seconds`)
   uint64_t last_step_ = format::kNoStep;
   int64_t last_step_start_ns_ = 0;
   int64_t realtime_offset_ns_ = 0;

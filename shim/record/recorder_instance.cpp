@@ -85,7 +85,8 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
     const format::Record* now = p->observing_;
     const bool exact = now != nullptr && now->prefix.kind == format::RecordKind::kCall &&
                        now->call.t_enter_ns == start;
-    p->plan_.step_started(step, start, exact);
+    p->plan_.step_started(step, start, exact,
+                          p->summarizer_.source() == format::StepSource::kInterval);
   });
   r->summarizer_.set_numbering_restarted(
       [p = r.get()](int64_t start) { p->plan_.numbering_restarted(start); });
