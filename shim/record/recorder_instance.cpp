@@ -112,6 +112,8 @@ std::unique_ptr<RecorderInstance> RecorderInstance::create(const Settings& setti
                            process.start_realtime_ns - process.start_monotonic_ns);
     r->recent_ = RecentRecords(kRecentDetail);
   }
+  r->steps_board_.open(r->settings_.dir, r->settings_.job, process.start_realtime_ns);
+  r->summarizer_.set_learn_alone(!r->settings_.test_steps_from_peers);
   // Reserved once, so that the drain thread never allocates for it: a drained batch keeps at
   // most two records a record (an InFlightRecord and the return of its call, drained and held
   // just before it: judge()), and a hang's window writes the recent detail held, up to recent_'s
@@ -192,6 +194,42 @@ void RecorderInstance::set_identity(int rank, int world_size, int local_rank, in
   rec.identity.local_rank = p.local_rank;
   rec.identity.device = device;
   ring_.push(rec);
+}
+
+void RecorderInstance::share_steps(int64_t now) {
+  if (!steps_board_.is_open()) return;
+  std::string line;
+  if (summarizer_.learned_alone()) {
+    format::JobSteps mine;
+    mine.comm = summarizer_.ref_comm();
+    mine.period = summarizer_.pattern().period;
+    mine.phase = summarizer_.pattern().phase;
+    mine.start_token = summarizer_.pattern().start_token;
+    if (steps_told_ && steps_told_->same_steps(mine)) return;  // said already: no syscall
+    // The first rank to learn tells the job; the others, learning the same, stay silent (and if
+    // they learned otherwise, the first told stands: ranks that take it then agree with it). A
+    // rank whose steps changed since it told them (its pattern broke and it learned again) tells
+    // the new ones.
+    const std::optional<format::JobSteps>& board = steps_board_.poll(now, &line);
+    const bool told_before = steps_told_.has_value();
+    const bool someone_told = board && board->comm == mine.comm;
+    steps_told_ = mine;
+    if (told_before || !someone_told) {
+      mine.published_realtime_ns = read_clock_anchor().realtime_ns;
+      mine.rank = rank_;
+      steps_board_.publish(mine, settings_.host + "." + std::to_string(static_cast<long>(getpid())),
+                           &line);
+    }
+  } else if (summarizer_.wants_job_steps()) {
+    const std::optional<format::JobSteps>& board = steps_board_.poll(now, &line);
+    if (board && board->comm == summarizer_.ref_comm() &&
+        !(steps_tried_ && steps_tried_->same_steps(*board) &&
+          steps_tried_->published_realtime_ns == board->published_realtime_ns)) {
+      steps_tried_ = board;
+      summarizer_.adopt(board->comm, {board->period, board->phase, board->start_token});
+    }
+  }
+  if (!line.empty()) std::fputs(line.c_str(), stderr);
 }
 
 void RecorderInstance::poll_requests(int64_t now) {
@@ -324,6 +362,7 @@ void RecorderInstance::drain_loop() {
       if (hung) std::fputs(hang_line.c_str(), stderr);
       update_summary_timing();
       summarizer_.flush(now_ns(), false);
+      share_steps(now_ns());
       poll_requests(now_ns());
       auto_capture(now_ns(), hung ? &hang_line : nullptr);
       plan_.poll(now_ns());
@@ -414,6 +453,7 @@ void RecorderInstance::abandon() {
   // "joinable" in the copied memory) is never touched.
   writer_->abandon();
   inbox_.abandon();
+  steps_board_.abandon();
   segment_->abandon();
   sched_.close_all();  // the child's copies of the descriptors (the parent keeps its own)
   finished_ = true;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "record/segment.h"
 #include "record/settings.h"
 #include "record/step_summarizer.h"
+#include "record/steps_board.h"
 #include "record/trace_parts.h"
 
 namespace ncclwatch::shim {
@@ -68,6 +70,9 @@ class RecorderInstance {
   }
   // The segment's drain checkpoint (format.h, DrainCheckpoint) after a batch was committed.
   void write_checkpoint();
+  // The job's steps through the trace directory (steps_board.h): tells the other ranks the steps
+  // this rank learned alone, or takes theirs while it has none.
+  void share_steps(int64_t now);
   // Capture requests from the segment and the control file (capture_inbox.h).
   void poll_requests(int64_t now);
   // Applies a request to the plan (a hang's: with the recent detail still held); true if new.
@@ -96,6 +101,9 @@ class RecorderInstance {
   CapturePlan plan_;
   GpuSwitch gpu_switch_;
   CaptureInbox inbox_;
+  StepsBoard steps_board_;
+  std::optional<format::JobSteps> steps_told_;   // the steps this rank learned alone, once told
+  std::optional<format::JobSteps> steps_tried_;  // the last notice this rank tried to take
   AutoTrigger auto_;
   int32_t rank_ = -1;  // from the identity records drained (for the trigger's words)
   static constexpr std::size_t kRecentDetail = 4096;

@@ -181,6 +181,7 @@ void read_recorder_settings(EnvLookup env, VariableReader& in, Settings& s) {
   in.flag(Id::kExitLine, s.exit_line);
   s.local_rank = launcher::first_int(env, launcher::kLocalRank);
   in.flag(Id::kTestDrainHold, s.test_drain_hold);
+  in.flag(Id::kTestStepsFromPeers, s.test_steps_from_peers);
   in.integer(Id::kTestClockOffsetNs, INT64_MIN, INT64_MAX, s.test_clock_offset_ns);
   read_capture_settings(in, s);
 }

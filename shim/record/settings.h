@@ -79,6 +79,7 @@ struct Settings {
   SummaryGpu summary_gpu = SummaryGpu::kAuto;  // GPU timing outside windows (gpu_switch.h)
   AutoCapture auto_capture;
   bool test_drain_hold = false;
+  bool test_steps_from_peers = false;
   int64_t test_clock_offset_ns = 0;
   // The GPU timeline.
   GpuMode mode = GpuMode::kFull;

@@ -59,8 +59,27 @@ void StepLearner::reset() {
   next_try_ = 24;
   seen_ = 0;
   gaps_unclear_ = false;
+  adopted_ = false;
   state_ = State::kLearning;
   pattern_ = {};
+}
+
+bool StepLearner::adopt(const StepPattern& pattern) {
+  if (state_ == State::kLearned || pattern.period == 0 || pattern.phase >= pattern.period)
+    return false;
+  std::size_t at_phase = 0, other = 0;
+  for (std::size_t i = calls_.size() / 4; i < calls_.size(); ++i) {
+    const Call& c = calls_[i];
+    if (c.seq < pattern.phase || (c.seq - pattern.phase) % pattern.period != 0) continue;
+    ++at_phase;
+    other += c.token != pattern.start_token;
+  }
+  if (static_cast<double>(other) > (1 - kAgreement) * static_cast<double>(at_phase)) return false;
+  pattern_ = pattern;
+  state_ = State::kLearned;
+  adopted_ = true;
+  calls_ = {};
+  return true;
 }
 
 StepLearner::State StepLearner::add(const Call& call) {

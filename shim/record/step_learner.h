@@ -70,6 +70,15 @@ class StepLearner {
   // The run ends while learning: decides with fewer gaps per phase; a token period of 1 is taken
   // if the gaps there are show no step (a short job of one collective per step). Returns state().
   State conclude();
+  // Takes a pattern another rank of the comm learned (ncclwatch/job_steps.h) instead of learning
+  // on (kLearning), or instead of the clock (kFailed): true, and state() kLearned, unless this
+  // rank's own calls contradict it -- more than 3% of those held at its phase (the first quarter,
+  // warm-up, left out) are not its start collective. NCCL makes every rank of a comm issue the
+  // same collectives in the same order, so a pattern of the comm holds on each of its ranks; the
+  // check guards against a notice that is not this job's.
+  bool adopt(const StepPattern& pattern);
+  // The pattern was taken from another rank (adopt) rather than learned here.
+  bool adopted() const { return adopted_; }
   State state() const { return state_; }
   const StepPattern& pattern() const { return pattern_; }
   std::size_t calls() const { return calls_.size(); }
@@ -101,6 +110,7 @@ class StepLearner {
   std::size_t next_try_ = 24;
   std::size_t seen_ = 0;       // calls added since the last reset
   bool gaps_unclear_ = false;  // the last try: equal collectives, gaps neither flat nor clear
+  bool adopted_ = false;
   State state_ = State::kLearning;
   StepPattern pattern_;
 };

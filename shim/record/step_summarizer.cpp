@@ -115,7 +115,7 @@ void StepSummarizer::choose_reference() {
     if (r.prefix.kind != RecordKind::kCall || r.call.comm_id != ref_comm_) continue;
     if (!format::is_collective(static_cast<format::Func>(r.prefix.u8a))) continue;
     if (first_ref_ns_ == 0) first_ref_ns_ = r.call.t_enter_ns;
-    learner_.add({r.call.seq, r.call.t_enter_ns, ref_token(r.call)});
+    if (options_.learn_alone) learner_.add({r.call.seq, r.call.t_enter_ns, ref_token(r.call)});
   }
 }
 
@@ -131,7 +131,7 @@ void StepSummarizer::note_call_for_learning(const format::CallRecord& c, int64_t
   }
   if (c.comm_id != ref_comm_ || learner_.state() != StepLearner::State::kLearning) return;
   if (first_ref_ns_ == 0) first_ref_ns_ = c.t_enter_ns;
-  learner_.add({c.seq, c.t_enter_ns, ref_token(c)});
+  if (options_.learn_alone) learner_.add({c.seq, c.t_enter_ns, ref_token(c)});
 }
 
 void StepSummarizer::observe(const Record& r, int64_t now) {
@@ -206,6 +206,27 @@ void StepSummarizer::try_decide(int64_t now) {
     clock_fallback_ = true;
     decide(format::StepSource::kInterval);
   }
+}
+
+bool StepSummarizer::learned_alone() const {
+  return ref_chosen_ && learner_.state() == StepLearner::State::kLearned && !learner_.adopted();
+}
+
+bool StepSummarizer::wants_job_steps() const {
+  if (!ref_chosen_ || nvtx_seen_ || (decided_ && source_ == format::StepSource::kNvtx))
+    return false;
+  return learner_.state() == StepLearner::State::kLearning ||
+         (learner_.state() == StepLearner::State::kFailed && decided_ &&
+          source_ == format::StepSource::kInterval);
+}
+
+bool StepSummarizer::adopt(uint64_t comm, const StepPattern& pattern) {
+  if (!wants_job_steps() || comm != ref_comm_ || !learner_.adopt(pattern)) return false;
+  mismatched_starts_ = 0;
+  // On the clock (while learning, or for good): the learned steps from the next step start on,
+  // numbered as the job numbers them. Not decided yet: try_decide takes them.
+  if (decided_ && source_ == format::StepSource::kInterval) switch_to_learned();
+  return true;
 }
 
 void StepSummarizer::switch_to_learned() {

@@ -46,6 +46,9 @@ class StepSummarizer {
     // it learns, steps are the learned ones from the next step start (docs/always-on.md). Long
     // enough for a quiet job of 1 s steps to learn 4 equal buckets (~200 calls) first.
     int64_t clock_fallback_ns = 60'000'000'000;
+    // Testing only (NCCLWATCH_TEST_STEPS_FROM_PEERS): the learner is given no call, so the steps
+    // come from another rank (adopt) or the clock.
+    bool learn_alone = true;
   };
   // Called for every StepRecord (the drain thread pushes it into the ring).
   using Emit = std::function<void(const format::Record&)>;
@@ -80,6 +83,7 @@ class StepSummarizer {
   void set_gpu_expected(bool expected) { gpu_expected_ = expected; }
   // 0 when no NVTX range can come (lite or host-only timing): steps are decided without waiting.
   void set_nvtx_wait(int64_t ns) { options_.nvtx_wait_ns = ns; }
+  void set_learn_alone(bool on) { options_.learn_alone = on; }
 
   // Every record the drain thread takes from the ring, in ring order.
   void observe(const format::Record& record, int64_t now);
@@ -96,6 +100,16 @@ class StepSummarizer {
   // Counting seconds of the clock while the learner goes on (Options::clock_fallback_ns).
   bool on_clock_fallback() const { return clock_fallback_; }
   const StepPattern& pattern() const { return learner_.pattern(); }
+  // The reference comm's id (0: not chosen yet).
+  uint64_t ref_comm() const { return ref_chosen_ ? ref_comm_ : 0; }
+  // The job's steps (ncclwatch/job_steps.h). A rank that learned its pattern alone may publish it
+  // (learned_alone); a rank whose reference comm is chosen, with no NVTX step ranges and no
+  // learned pattern (learning, counting seconds while it learns, or on the clock for good) takes
+  // another rank's pattern of the same comm (adopt: true when taken). Counting seconds, it
+  // switches to the pattern's steps from the next step start, as when it learns alone.
+  bool learned_alone() const;
+  bool wants_job_steps() const;
+  bool adopt(uint64_t comm, const StepPattern& pattern);
   // Records that came too late for their step (summarized already) or were dropped from the
   // backlog: said nowhere but in tests and the bench.
   uint64_t late_records() const { return late_; }

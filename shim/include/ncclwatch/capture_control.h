@@ -190,10 +190,11 @@ inline std::optional<std::string> read_control_file(int dir_fd, const std::strin
   return text;
 }
 
-// Replaces `name` in `dir_fd` with the request: written to a name of its own (unique per writer)
-// and renamed over it. false with *error set on failure.
-inline bool write_control_file(int dir_fd, const std::string& name, const std::string& unique,
-                               const CaptureAsk& ask, std::string* error) {
+// Replaces `name` in `dir_fd` with `text`: written to a name of its own (unique per writer) and
+// renamed over it, so that a reader sees the old file or the new one, never a part. false with
+// *error set on failure. Also the job's steps file (job_steps.h).
+inline bool write_small_file(int dir_fd, const std::string& name, const std::string& unique,
+                             const std::string& text, std::string* error) {
   const std::string tmp = name + "." + unique + ".new";
   ::unlinkat(dir_fd, tmp.c_str(), 0);  // our own leftover (a name only we use)
   const int fd = ::openat(dir_fd, tmp.c_str(),
@@ -203,7 +204,6 @@ inline bool write_control_file(int dir_fd, const std::string& name, const std::s
     return false;
   }
   ::fchmod(fd, 0644);  // whatever the umask: group and others may read, only we write
-  const std::string text = to_control_text(ask);
   std::size_t done = 0;
   bool ok = true;
   while (done < text.size()) {
@@ -222,6 +222,12 @@ inline bool write_control_file(int dir_fd, const std::string& name, const std::s
     return false;
   }
   return true;
+}
+
+// Replaces the control file `name` in `dir_fd` with the request (write_small_file).
+inline bool write_control_file(int dir_fd, const std::string& name, const std::string& unique,
+                               const CaptureAsk& ask, std::string* error) {
+  return write_small_file(dir_fd, name, unique, to_control_text(ask), error);
 }
 
 // The segment's CaptureRequest (seqlock): the writer (`ncclwatch capture`) and the reader (the

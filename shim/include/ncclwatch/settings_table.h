@@ -36,6 +36,7 @@ enum class Id : uint8_t {
   kLib,
   kTestClockOffsetNs,
   kTestDrainHold,
+  kTestStepsFromPeers,
   kHangS,
   kExitLine,
   kDetail,
@@ -127,6 +128,9 @@ inline constexpr std::array<Variable, static_cast<std::size_t>(Id::kCount)> kVar
      "a signed 64-bit integer", "testing only: shifts every host timestamp by this many ns"},
     {Id::kTestDrainHold, "NCCLWATCH_TEST_DRAIN_HOLD", Type::kSwitch, Reader::kShim, "off", "on|off",
      "testing only: the drain writes nothing until exit (a tiny ring overflows)"},
+    {Id::kTestStepsFromPeers, "NCCLWATCH_TEST_STEPS_FROM_PEERS", Type::kSwitch, Reader::kShim,
+     "off", "on|off",
+     "testing only: this rank never learns its steps alone; it takes the job's (another rank's)"},
     {Id::kHangS, "NCCLWATCH_HANG_S", Type::kInteger, Reader::kShimAndCli, "0 (off)", "0..1000000",
      "watchdog: flush and say so when a call has waited this many seconds; ncclwatch run then "
      "takes the Python stacks (py-spy) of this node's ranks that hold the job up"},

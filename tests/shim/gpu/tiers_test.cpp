@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ncclwatch/job_steps.h"
 #include "process.h"
 #include "trace/job_loader.h"
 #include "trace/segment_view.h"
@@ -50,8 +51,15 @@ JobTrace load_with_steps(const std::string& dir) {
   return ncclwatch::trace::load_job(dir, options);
 }
 
+// One rank's own environment variable (fake_launcher's --env-rank).
+struct RankEnv {
+  int rank;
+  std::string variable;  // KEY=VAL
+};
+
 // Starts fake_launcher with 4 ranks of fake_train; the launcher's pid (wait_job waits for it).
-pid_t start_job(JobRun& run, std::vector<std::string> args, const std::vector<std::string>& env) {
+pid_t start_job(JobRun& run, std::vector<std::string> args, const std::vector<std::string>& env,
+                const std::vector<RankEnv>& rank_env = {}) {
   static int counter = 0;
   run.dir =
       ::testing::TempDir() + "tiers_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
@@ -71,6 +79,11 @@ pid_t start_job(JobRun& run, std::vector<std::string> args, const std::vector<st
     argv.push_back("--env");
     argv.push_back(e);
   }
+  for (const auto& e : rank_env) {
+    argv.push_back("--env-rank");
+    argv.push_back(std::to_string(e.rank));
+    argv.push_back(e.variable);
+  }
   argv.push_back("--");
   argv.push_back(FAKE_TRAIN);
   for (const auto& a : kFastSteps) argv.push_back(a);
@@ -85,8 +98,9 @@ void wait_job(JobRun& run, pid_t pid) {
   run.stderr_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-void run_job(JobRun& run, std::vector<std::string> args, const std::vector<std::string>& env) {
-  wait_job(run, start_job(run, std::move(args), env));
+void run_job(JobRun& run, std::vector<std::string> args, const std::vector<std::string>& env,
+             const std::vector<RankEnv>& rank_env = {}) {
+  wait_job(run, start_job(run, std::move(args), env, rank_env));
 }
 
 // `ncclwatch ARGS...`: its stdout and stderr.
@@ -288,6 +302,47 @@ TEST(Tiers, CaptureOnARunningJobTakesTheSameStepsOnEveryRank) {
       const bool detail = (st.prefix.flags & format::kStepDetail) != 0;
       EXPECT_EQ(detail, st.step >= w.first_step && st.step < w.end_step) << "step " << st.step;
     }
+  }
+}
+
+// A rank that cannot learn its step from the gaps between its collectives takes the steps the
+// first rank to learn told the job through the trace directory (ncclwatch/job_steps.h): its
+// summaries are the job's steps, each starting at the same collective as on the other ranks,
+// rather than seconds of the clock or a step of its own. Rank 3 is made unable to learn by a
+// testing-only setting: the fake NCCL is synchronous on the host, so every fake rank's gaps are
+// its peers' (the noisy rank alone is step_summarizer_test's).
+TEST(Tiers, ARankThatCannotLearnItsStepTakesTheJobs) {
+  JobRun run;
+  constexpr uint32_t kSteps = 400;
+  run_job(run, {"--steps", std::to_string(kSteps)},
+          {"NCCLWATCH_CAPTURE=off", "NCCLWATCH_AUTO_CAPTURE=off"},
+          {{3, "NCCLWATCH_TEST_STEPS_FROM_PEERS=on"}});
+  ASSERT_EQ(run.status, 0) << run.stderr_text;
+  std::ifstream in(run.dir + "/ncclwatch.tiers.steps");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string error;
+  const auto told = format::parse_job_steps_text(text, &error);
+  ASSERT_TRUE(told) << error << ": " << text;
+  EXPECT_NE(told->rank, 3);
+  // One broadcast, then 4 buckets a step on the world comm.
+  EXPECT_EQ(told->period, 4u);
+  EXPECT_EQ(told->phase, 1u);
+
+  JobTrace job;
+  ASSERT_NO_FATAL_FAILURE(load_four_ranks(run, &job));
+  for (const RankTrace& t : job.ranks) {
+    SCOPED_TRACE("rank " + std::to_string(t.info.rank));
+    std::size_t learned = 0;
+    for (const auto& st : t.steps) {
+      if (st.prefix.u8a != static_cast<uint8_t>(format::StepSource::kCollectives)) continue;
+      ++learned;
+      // The step's first collective on the reference comm (its seq): 1 + 4 x step everywhere.
+      if (st.arrive_ns != 0) {
+        EXPECT_EQ(st.prefix.tid, 1 + 4 * st.step) << "step " << st.step;
+      }
+    }
+    // Every step learned (the last may end early or be cut by the exit).
+    EXPECT_GE(learned, kSteps - 2) << t.steps.size() << " summaries";
   }
 }
 

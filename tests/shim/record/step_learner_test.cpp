@@ -328,5 +328,44 @@ TEST(StepLearner, NoRepetitionGivesUp) {
   EXPECT_EQ(l.state(), StepLearner::State::kFailed);
 }
 
+// Another rank's pattern of the comm (ncclwatch/job_steps.h) is taken while learning and after
+// giving up, unless this rank's own calls at its phase are other collectives.
+TEST(StepLearner, AdoptsAPatternItsCallsDoNotContradict) {
+  StepLearner learning;
+  for (uint32_t i = 0; i < 20; ++i) learning.add({i, static_cast<int64_t>(i) * kMs, kBucket});
+  ASSERT_EQ(learning.state(), StepLearner::State::kLearning);
+  EXPECT_FALSE(learning.adopt({4, 4, kBucket}));     // phase not below period
+  EXPECT_FALSE(learning.adopt({4, 1, kBroadcast}));  // its step starts are buckets
+  EXPECT_EQ(learning.state(), StepLearner::State::kLearning);
+  EXPECT_TRUE(learning.adopt({4, 1, kBucket}));
+  EXPECT_EQ(learning.state(), StepLearner::State::kLearned);
+  EXPECT_TRUE(learning.adopted());
+  EXPECT_EQ(learning.pattern().period, 4u);
+  EXPECT_FALSE(learning.adopt({2, 1, kBucket}));  // learned: kept
+  learning.reset();
+  EXPECT_FALSE(learning.adopted());
+
+  StepLearner failed;
+  uint64_t x = 88172645463325252ULL;
+  for (uint32_t i = 0; i < StepLearner::kMaxCalls + 10; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    failed.add({i, static_cast<int64_t>(i) * 1000, x});
+  }
+  ASSERT_EQ(failed.state(), StepLearner::State::kFailed);
+  EXPECT_TRUE(failed.adopt({3, 0, 99}));  // nothing held to contradict it
+  EXPECT_EQ(failed.state(), StepLearner::State::kLearned);
+}
+
+// A rank that learned alone has not adopted.
+TEST(StepLearner, LearnedAloneIsNotAdopted) {
+  StepLearner l;
+  for (uint32_t i = 0; i < 48; ++i)
+    l.add({i, static_cast<int64_t>(i) * kMs, i % 3 == 0 ? kBroadcast : kBucket});
+  ASSERT_EQ(l.state(), StepLearner::State::kLearned);
+  EXPECT_FALSE(l.adopted());
+}
+
 }  // namespace
 }  // namespace ncclwatch::shim

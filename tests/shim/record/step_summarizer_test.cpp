@@ -405,5 +405,84 @@ TEST(StepSummarizer, UnclearGapsCountSecondsUntilTheStepIsLearned) {
   EXPECT_EQ(calls, records.size() - 2);  // every call in one summary
 }
 
+// A rank whose gaps never show its step (every gap random: a core shared with other work) counts
+// seconds of the clock; given the pattern another rank of the comm learned (job_steps.h), it
+// switches to the job's steps from the next step start, numbered as that rank numbers them. A
+// pattern of another comm, or one its own calls contradict, is not taken.
+TEST(StepSummarizer, ARankWhoseGapsStayUnclearTakesTheJobsSteps) {
+  StepSummarizer::Options o;
+  o.nvtx_wait_ns = 0;
+  // The pattern a rank of the same job learned alone.
+  StepSummarizer clean(o);
+  for (const Record& r : ddp_rank(200, Gpu::kNone)) clean.observe(r, kT0);
+  ASSERT_TRUE(clean.learned_alone());
+  ASSERT_FALSE(clean.wants_job_steps());
+  const StepPattern told = clean.pattern();
+  ASSERT_EQ(told.period, 4u);
+  ASSERT_EQ(told.phase, 1u);
+
+  constexpr int64_t kSecond = 1'000 * kMs;
+  constexpr int64_t kUnixSecond = 1'700'000'000;
+  std::vector<Record> records = {clock_anchor(kT0, kUnixSecond * kSecond), comm(kWorld, 4)};
+  std::map<uint32_t, int64_t> enter_of;
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  int64_t t = kT0;
+  for (uint32_t seq = 0; seq < 6000; ++seq) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    t += kMs + static_cast<int64_t>(x % static_cast<uint64_t>(8 * kMs));
+    enter_of[seq] = t;
+    records.push_back(call(format::Func::kAllReduce, kWorld, seq, t));
+  }
+  o.clock_fallback_ns = kSecond;
+  StepSummarizer noisy(o);
+  std::vector<format::StepRecord> out;
+  std::vector<int64_t> restarts;
+  noisy.set_emit([&](const Record& r) { out.push_back(r.step); });
+  noisy.set_numbering_restarted([&](int64_t start) { restarts.push_back(start); });
+  const std::size_t half = records.size() / 2;
+  for (std::size_t i = 0; i < half; ++i) noisy.observe(records[i], records[i].call.t_enter_ns);
+  ASSERT_TRUE(noisy.on_clock_fallback());
+  ASSERT_EQ(noisy.ref_comm(), kWorld);
+  EXPECT_FALSE(noisy.learned_alone());
+  EXPECT_TRUE(noisy.wants_job_steps());
+  EXPECT_FALSE(noisy.adopt(kSide, told));                           // another comm
+  EXPECT_FALSE(noisy.adopt(kWorld, {4, 1, told.start_token ^ 1}));  // not its calls
+  EXPECT_TRUE(noisy.on_clock_fallback());
+  EXPECT_TRUE(noisy.adopt(kWorld, told));
+  EXPECT_FALSE(noisy.wants_job_steps());
+  EXPECT_FALSE(noisy.learned_alone());  // taken, not learned: not told again
+  EXPECT_FALSE(noisy.on_clock_fallback());
+  EXPECT_EQ(noisy.source(), format::StepSource::kCollectives);
+  for (std::size_t i = half; i < records.size(); ++i)
+    noisy.observe(records[i], records[i].call.t_enter_ns);
+  noisy.flush(t + 60'000 * kMs, true);
+
+  ASSERT_EQ(restarts.size(), 1u);
+  std::size_t learned = 0;
+  while (learned < out.size() &&
+         out[learned].prefix.u8a == static_cast<uint8_t>(format::StepSource::kInterval))
+    ++learned;
+  ASSERT_GT(learned, 2u);
+  ASSERT_LT(learned, out.size());
+  EXPECT_EQ(out[learned].start_ns, restarts[0]);
+  uint64_t calls = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    calls += out[i].calls;
+    if (i < learned) continue;
+    SCOPED_TRACE("summary " + std::to_string(i) + ", step " + std::to_string(out[i].step));
+    EXPECT_EQ(out[i].prefix.u8a, static_cast<uint8_t>(format::StepSource::kCollectives));
+    EXPECT_EQ(out[i].start_ns, enter_of[1 + 4 * out[i].step]);  // as the rank that learned
+    if (i > learned) {
+      EXPECT_EQ(out[i].step, out[i - 1].step + 1);
+    }
+  }
+  // The switch comes at the first step start after the half that was counted in seconds.
+  EXPECT_LE(1 + 4 * out[learned].step, half + 4);
+  EXPECT_EQ(out.back().step, (6000u - 1 - 1) / 4);
+  EXPECT_EQ(calls, records.size() - 2);
+}
+
 }  // namespace
 }  // namespace ncclwatch::shim
