@@ -133,7 +133,8 @@ bool StepLearner::learn(bool at_end) {
   gaps_unclear_ = false;
   const std::size_t per_half_phase = at_end ? kGapsPerHalfPhaseAtEnd : kGapsPerHalfPhase;
   if (!gap_period(gaps, from, p, per_half_phase, period, phase) &&
-      !step_gaps::clean_gap_period(gaps, from, p, kCleanGapsPerHalfPhase, period, phase)) {
+      !step_gaps::clean_gap_period(gaps, from, p, kCleanGapsPerHalfPhase, period, phase) &&
+      !step_gaps::floor_gap_period(gaps, from, p, 2 * per_half_phase, period, phase)) {
     period = p;
     if (p == 1) {
       // Every call alike and no step in the gaps: one collective per step only when the gaps

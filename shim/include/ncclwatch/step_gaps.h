@@ -37,17 +37,23 @@ inline constexpr double kFlatJump = 1.2;
 // Steps of up to this many times the token period are looked for.
 inline constexpr std::size_t kMaxMultiple = 64;
 
+// What floored_gaps raises every gap to: a twentieth of the 90 % quantile, at least kGapFloorNs.
+inline int64_t gap_floor(const std::vector<int64_t>& g) {
+  if (g.empty()) return kGapFloorNs;
+  std::vector<int64_t> sorted = g;
+  const auto q90 =
+      sorted.begin() + static_cast<std::ptrdiff_t>(0.9 * static_cast<double>(sorted.size() - 1));
+  std::nth_element(sorted.begin(), q90, sorted.end());
+  return std::max(kGapFloorNs, *q90 / 20);
+}
+
 // The gaps from `from` on (index 0 = gaps[from]), with those far below the wide ones floored:
 // launch jitter (1 us vs 7 us is a big ratio) is no step structure.
 inline std::vector<int64_t> floored_gaps(const std::vector<int64_t>& gaps, std::size_t from) {
   std::vector<int64_t> g(gaps.begin() + static_cast<std::ptrdiff_t>(std::min(from, gaps.size())),
                          gaps.end());
   if (g.empty()) return g;
-  std::vector<int64_t> sorted = g;
-  const auto q90 =
-      sorted.begin() + static_cast<std::ptrdiff_t>(0.9 * static_cast<double>(sorted.size() - 1));
-  std::nth_element(sorted.begin(), q90, sorted.end());
-  const int64_t floor = std::max(kGapFloorNs, *q90 / 20);
+  const int64_t floor = gap_floor(g);
   for (int64_t& x : g) x = std::max(x, floor);
   return g;
 }
@@ -192,15 +198,95 @@ inline bool clean_gap_period(const std::vector<int64_t>& gaps, std::size_t from,
   return found;
 }
 
+// The step period among multiples of `p` that the low end of each phase's gaps tells. CPU
+// contention adds to gaps (a preempted thread enters its next call late) and, where the host
+// rather than the GPU paces the rank, never takes from them, so the few gaps at each phase that
+// no extra gap hit keep the job's own gap while the medians drown in extra ones: fake_train's
+// launch-bound job beside four busy loops on 2 cores had the 10 % quantile of the step's wide gap
+// at 1.45 ms and every other phase's at 0.01-0.07 ms, their medians 3.0 and 2.1-2.5 ms (step_at
+// found nothing, and no rank learned in 4,800 calls). A step of P calls here: at one phase o the
+// kFloorQuantile quantile of the (raw) gaps is at least kMinFloorNs and kFloorJump times that of
+// every other phase; in the 2 and 3 interleaved parts of o (its phases at 2P and 3P) it is alike
+// (within kMinGapJump: a delay in the middle of a step, "wide, narrow, half-wide, narrow", makes
+// the phase of half the step wide throughout but not alike) and stands out as much; and every
+// other phase is as narrow in both of its interleaved parts at 2P. Half the step
+// mixes the wide and a narrow phase at o (its low end is narrow), twice the step has two wide
+// phases: exactly one multiple must pass. Where the GPU paces the rank a late call shortens the
+// gap after it, the wide one too, and this rule rather finds nothing.
+inline constexpr double kFloorQuantile = 0.1;
+inline constexpr double kFloorJump = 4.0;
+inline constexpr int64_t kMinFloorNs = 50'000;  // a step's own gap; launch jitter is a few us
+inline bool floor_gap_period(const std::vector<int64_t>& gaps, std::size_t from, std::size_t p,
+                             std::size_t per_half_phase, std::size_t& period, std::size_t& phase) {
+  if (p == 0) return false;
+  const std::size_t start = std::min(std::max<std::size_t>(from, 1), gaps.size());
+  const std::vector<int64_t> g(gaps.begin() + static_cast<std::ptrdiff_t>(start), gaps.end());
+  std::vector<int64_t> scratch, low;
+  bool found = false;
+  // Only where twice the candidate can be looked at too: in a busy job's first steps the gap
+  // before a mid-step bucket can be half-wide (ADelayInTheMiddleOfTheStep...), and half the step
+  // then passes while the step itself, with too few gaps to be looked at, could not contradict
+  // it (fake_train beside four busy loops: one rank of four took 2 calls for its step of 4 at
+  // 192 calls, and the job took it from that rank).
+  for (std::size_t m = 1; m <= kMaxMultiple && 4 * m * p * per_half_phase <= g.size(); ++m) {
+    const std::size_t P = m * p;
+    if (P < 2) continue;
+    low.assign(P, 0);
+    for (std::size_t o = 0; o < P; ++o) low[o] = phase_quantile(g, P, o, kFloorQuantile, scratch);
+    const std::size_t o =
+        static_cast<std::size_t>(std::max_element(low.begin(), low.end()) - low.begin());
+    int64_t second = 0;
+    for (std::size_t i = 0; i < P; ++i)
+      if (i != o) second = std::max(second, low[i]);
+    const double wide_enough = kFloorJump * static_cast<double>(second);
+    if (low[o] < kMinFloorNs || static_cast<double>(low[o]) < wide_enough) continue;
+    // Extra gaps add to every phase alike, so the step's wide phase keeps the widest median too;
+    // a phase whose low end stood out by chance (the wide gaps' low ends eaten by the lateness
+    // they absorb, seeded simulations: 36 calls for 4) seldom has both.
+    const int64_t median_o = phase_quantile(g, P, o, 0.5, scratch);
+    bool widest = true;
+    for (std::size_t i = 0; i < P && widest; ++i)
+      widest = i == o || phase_quantile(g, P, i, 0.5, scratch) < median_o;
+    if (!widest) continue;
+    bool alike = true;
+    for (std::size_t r = 2; r <= 3 && alike; ++r) {
+      int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+      for (std::size_t part = 0; part < r; ++part) {
+        const int64_t q = phase_quantile(g, r * P, o + part * P, kFloorQuantile, scratch);
+        lo = std::min(lo, q);
+        hi = std::max(hi, q);
+      }
+      alike = static_cast<double>(hi) < kMinGapJump * static_cast<double>(lo) &&
+              static_cast<double>(lo) >= wide_enough;
+    }
+    // Every other phase narrow at its low end in both its interleaved parts (its phases at
+    // 2P): at half of a launch-bound step ("narrow, wide, wide, wide") the phase holding the
+    // narrow gap also holds a wide one, its low end narrow only by the mix.
+    for (std::size_t i = 0; i < P && alike; ++i) {
+      if (i == o) continue;
+      const int64_t a = phase_quantile(g, 2 * P, i, kFloorQuantile, scratch);
+      const int64_t b = phase_quantile(g, 2 * P, i + P, kFloorQuantile, scratch);
+      alike = kFloorJump * static_cast<double>(std::max(a, b)) <= static_cast<double>(low[o]);
+    }
+    if (!alike) continue;
+    if (found) return false;
+    found = true;
+    period = P;
+    phase = o;
+  }
+  return found;
+}
+
 // True when the gaps from `from` on show no step of 2..max_period calls: at each such period,
 // the lower quartiles of the gaps at its phases are within kFlatJump of each other (random extra
 // gaps move a lower quartile only where 3/4 of a phase's gaps have one, and the wide phase of a
-// step keeps it wide). False also when there are fewer than `per_phase` gaps per phase for any
-// of those periods.
+// step keeps it wide), and above the floor of floored_gaps. False also when there are fewer than
+// `per_phase` gaps per phase for any of those periods.
 inline bool gaps_flat(const std::vector<int64_t>& gaps, std::size_t from, std::size_t max_period,
                       std::size_t per_phase) {
   const std::vector<int64_t> g = floored_gaps(gaps, std::max<std::size_t>(from, 1));
   if (max_period < 2 || g.size() < max_period * per_phase) return false;
+  const int64_t floor = gap_floor(g);  // flooring leaves the 90 % quantile as it was
   std::vector<int64_t> scratch;
   for (std::size_t P = 2; P <= max_period; ++P) {
     int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
@@ -210,6 +296,10 @@ inline bool gaps_flat(const std::vector<int64_t>& gaps, std::size_t from, std::s
       hi = std::max(hi, q);
     }
     if (static_cast<double>(hi) >= kFlatJump * static_cast<double>(lo)) return false;
+    // At the floor: the low ends are gone (a rank paced by the GPU whose calls are mostly late:
+    // each late call shortens the gap after it to nothing at every phase) -- no information,
+    // not one collective per step.
+    if (lo <= floor) return false;
   }
   return true;
 }

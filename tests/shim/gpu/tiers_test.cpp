@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -38,8 +39,14 @@ struct JobRun {
   std::string dir;
   std::string stderr_text;
   std::string err_path;
+  // A failed test's job stays on disk for a look (its path on stderr).
   ~JobRun() {
-    if (!dir.empty()) fs::remove_all(dir);
+    if (dir.empty()) return;
+    if (::testing::Test::HasFailure()) {
+      std::fprintf(stderr, "tiers_test: the job's directory is kept: %s\n", dir.c_str());
+      return;
+    }
+    fs::remove_all(dir);
   }
 };
 
