@@ -113,37 +113,52 @@ std::optional<AutoTrigger::Verdict> AutoTrigger::judge(int32_t rank) const {
       break;
     }
   }
+  // The figures, and who is late, from the regressed steps (`since` on), not from the k-th of
+  // the recent steps that decided it: at the first moment 8 of the last 10 are past the
+  // threshold, the k-th is a step from before the change, and a rank waiting for a late peer
+  // showed hardly more wait there than before -- it said it was the late one, with the step of a
+  // noisy pre-change step (tiers_test beside four busy loops: "+18%, 30.2 ms -> 35.6 ms; rank
+  // 2: own step +5.4 ms, own wait 90.1 ms: the others wait for it" when the steps had gone from
+  // 30 to 120 ms because rank 1 computed 4x longer).
+  const auto grew_since = [&](int64_t Sample::*field) {
+    const int64_t b = median(0, split, field), r = median(since, n, field);
+    return b >= 0 && r >= 0 ? r - b : INT64_MIN;
+  };
+  const int64_t level = slower ? median(since, n, &Sample::duration_ns) : recent;
+  const int64_t step_delta = slower ? level - base : delta;
+  const int64_t exposed_delta = grew_since(&Sample::exposed_ns);
   Verdict v;
-  v.step_ns = recent;
+  v.step_ns = level;
   v.trigger = slower ? format::WindowTrigger::kStepTime : format::WindowTrigger::kWait;
   char head[160];
   if (slower) {
     std::snprintf(head, sizeof head, "step time +%.0f%% since %s (%s -> %s; ",
-                  100.0 * static_cast<double>(delta) / static_cast<double>(base),
+                  100.0 * static_cast<double>(step_delta) / static_cast<double>(base),
                   utc_clock(samples_[since].start_ns + realtime_offset_ns_).c_str(),
-                  ms(base).c_str(), ms(recent).c_str());
+                  ms(base).c_str(), ms(level).c_str());
   } else {
     std::snprintf(head, sizeof head, "wait in the collectives +%s since %s (",
-                  ms(d_exposed).c_str(),
+                  ms(exposed_delta).c_str(),
                   utc_clock(samples_[since].start_ns + realtime_offset_ns_).c_str());
   }
   v.text = head;
-  const int64_t own_wait = median(split, n, &Sample::exposed_ns);
-  if (d_exposed == INT64_MIN) {
+  const int64_t own_wait = median(since, n, &Sample::exposed_ns);
+  if (exposed_delta == INT64_MIN) {
     v.text += "seen by " + who(rank) + ")";
-  } else if (waits_more || 2 * d_exposed >= delta) {
+  } else if (waits_more || 2 * exposed_delta >= step_delta) {
     // Its wait grew as much as its step: a peer is late.
     v.defer = true;
-    v.text += who(rank) + ": own wait +" + ms(d_exposed) + ": it waits for a peer)";
+    v.text += who(rank) + ": own wait +" + ms(exposed_delta) + ": it waits for a peer)";
   } else {
     // Its own work grew while its wait did not: it is the late one.
-    const int64_t d_compute = grew(&Sample::compute_ns), d_idle = grew(&Sample::idle_ns);
+    const int64_t d_compute = grew_since(&Sample::compute_ns);
+    const int64_t d_idle = grew_since(&Sample::idle_ns);
     if (d_compute != INT64_MIN && d_compute >= d_idle && d_compute > 0) {
       v.text += who(rank) + ": compute +" + ms(d_compute);
     } else if (d_idle != INT64_MIN && d_idle > 0) {
       v.text += who(rank) + ": GPU idle +" + ms(d_idle) + " (a host-side stall)";
     } else {
-      v.text += who(rank) + ": own step +" + ms(delta);
+      v.text += who(rank) + ": own step +" + ms(step_delta);
     }
     v.text += ", own wait " + ms(own_wait) + ": the others wait for it)";
   }

@@ -136,6 +136,28 @@ TEST(AutoTrigger, TheLateRankAsksAtOnceWithItsWords) {
       << own->text;
 }
 
+// A rank that waits for a peer whose compute quadrupled (tiers_test beside four busy loops): its
+// steps go from 30 to 120 ms, 90 of them waiting. The verdict comes when 8 of the last 10 steps
+// are slow, two of them from before the change -- one a noisy 35.6 ms step with 1 ms of wait.
+// Judged on those, it was "+18%, 30.2 ms -> 35.6 ms, own step +5.4 ms: the others wait for it",
+// and it asked before the late rank. Its figures come from the slow steps: it defers.
+TEST(AutoTrigger, ARankWaitingForALatePeerSaysSoAtTheEdgeOfTheChange) {
+  Rank waiting(config(), 2);
+  waiting.steps(100, 30.2, 20.0, 0.1);
+  waiting.steps(1, 35.6, 20.0, 1.0);
+  waiting.steps(1, 30.2, 20.0, 0.1);
+  while (!waiting.trigger.pending() && waiting.step < 130) waiting.steps(1, 120.0, 20.0, 90.0);
+  ASSERT_TRUE(waiting.trigger.pending());
+  EXPECT_FALSE(waiting.take()) << "a waiting rank lets the late one ask first";
+  waiting.now += AutoTrigger::kDeferNs;
+  const auto own = waiting.take();
+  ASSERT_TRUE(own);
+  EXPECT_NE(own->text.find("(30.2 ms -> 120.0 ms; rank 2: own wait +89.9 ms: it waits for a peer)"),
+            std::string::npos)
+      << own->text;
+  EXPECT_NE(own->text.find("step time +297% since"), std::string::npos) << own->text;
+}
+
 TEST(AutoTrigger, AWindowAppliedMeanwhileCancelsADeferredAsk) {
   Rank waiting(config(), 3);
   waiting.steps(100, 10.0, 8.0, 1.0);
