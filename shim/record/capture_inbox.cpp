@@ -26,7 +26,7 @@ void CaptureInbox::open(const std::string& dir, const std::string& job, int64_t 
 
 bool CaptureInbox::fresh(const format::CaptureAsk& ask) const {
   return ask.requested_realtime_ns == 0 ||
-         ask.requested_realtime_ns + kClockSlackNs >= start_realtime_ns_;
+         ask.requested_realtime_ns >= start_realtime_ns_ - kClockSlackNs;  // no overflow
 }
 
 std::vector<format::CaptureAsk> CaptureInbox::poll(const format::CaptureRequest& slot, int64_t now,

@@ -44,7 +44,8 @@ const std::optional<format::JobSteps>& StepsBoard::poll(int64_t now, std::string
     }
     return current_;
   }
-  if (steps->published_realtime_ns + kClockSlackNs >= start_realtime_ns_) current_ = steps;
+  // Compared without adding to the file's number (any int64 there: no overflow).
+  if (steps->published_realtime_ns >= start_realtime_ns_ - kClockSlackNs) current_ = steps;
   return current_;
 }
 

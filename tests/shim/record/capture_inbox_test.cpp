@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -83,6 +84,9 @@ TEST_F(Inbox, ControlFileOncePerChangeAtMostOnceASecond) {
   EXPECT_EQ(got[0].id, 10u);
   write_file(ask(11, kStart - 3600 * kS));
   EXPECT_TRUE(poll().empty());
+  // The largest time a file can say is no overflow (UBSan), just a request of this run.
+  write_file(ask(12, INT64_MAX));
+  EXPECT_EQ(poll().size(), 1u);
 }
 
 TEST_F(Inbox, BadControlFileIsSaidOnceAndNeverFollowed) {
