@@ -12,17 +12,13 @@
 #include <vector>
 
 #include "ncclwatch/capture_control.h"
+#include "record/shared_file.h"
 
 namespace ncclwatch::shim {
 
 class CaptureInbox {
  public:
-  static constexpr int64_t kFilePeriodNs = 1'000'000'000;
-
-  CaptureInbox() = default;
-  ~CaptureInbox();
-  CaptureInbox(const CaptureInbox&) = delete;
-  CaptureInbox& operator=(const CaptureInbox&) = delete;
+  static constexpr int64_t kFilePeriodNs = SharedFile::kLookPeriodNs;
 
   // `dir` the trace directory, `job` the job id (a sanitized name part), `start_realtime_ns` the
   // process's start on CLOCK_REALTIME.
@@ -37,24 +33,15 @@ class CaptureInbox {
   // temporary file). false when it cannot; *line then gets one `ncclwatch:` line (once).
   bool post(const format::CaptureAsk& ask, const std::string& unique, std::string* line);
   // Forked child: forget the descriptor without closing the parent's (it is CLOEXEC anyway).
-  void abandon() { dir_fd_ = -1; }
+  void abandon() { file_.abandon(); }
 
  private:
   bool fresh(const format::CaptureAsk& ask) const;
-  void poll_file(std::vector<format::CaptureAsk>& out, std::string* line);
+  void poll_file(std::vector<format::CaptureAsk>& out, int64_t now, std::string* line);
 
-  int dir_fd_ = -1;
-  std::string dir_;
-  std::string name_;
+  SharedFile file_;
   int64_t start_realtime_ns_ = 0;
   uint64_t segment_id_ = 0;
-  int64_t next_file_ns_ = 0;
-  struct Seen {
-    uint64_t dev = 0, ino = 0;
-    int64_t mtime_ns = -1, size = -1;
-    bool operator==(const Seen&) const = default;
-  } seen_;
-  bool said_ = false;
   bool said_post_ = false;
 };
 

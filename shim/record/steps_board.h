@@ -12,25 +12,19 @@
 #include <string>
 
 #include "ncclwatch/job_steps.h"
+#include "record/shared_file.h"
 
 namespace ncclwatch::shim {
 
 class StepsBoard {
  public:
-  static constexpr int64_t kFilePeriodNs = 1'000'000'000;
-  // Clocks of different hosts disagree a little (NTP): a notice this much older than the
-  // process's start is still taken as this run's.
-  static constexpr int64_t kClockSlackNs = 10'000'000'000;
-
-  StepsBoard() = default;
-  ~StepsBoard();
-  StepsBoard(const StepsBoard&) = delete;
-  StepsBoard& operator=(const StepsBoard&) = delete;
+  static constexpr int64_t kFilePeriodNs = SharedFile::kLookPeriodNs;
+  static constexpr int64_t kClockSlackNs = format::kClockSlackNs;
 
   // `dir` the trace directory, `job` the job id (a sanitized name part), `start_realtime_ns` the
   // process's start on CLOCK_REALTIME. Without the directory the board stays closed.
   void open(const std::string& dir, const std::string& job, int64_t start_realtime_ns);
-  bool is_open() const { return dir_fd_ >= 0; }
+  bool is_open() const { return file_.is_open(); }
 
   // Looks at the file if kFilePeriodNs of `now` (host clock) passed since the last look; returns
   // the newest valid notice of this run seen so far (nullopt: none). *line gets one `ncclwatch:`
@@ -40,21 +34,12 @@ class StepsBoard {
   // then gets one `ncclwatch:` line (once).
   bool publish(const format::JobSteps& steps, const std::string& unique, std::string* line);
   // Forked child: forget the descriptor without closing the parent's (it is CLOEXEC anyway).
-  void abandon() { dir_fd_ = -1; }
+  void abandon() { file_.abandon(); }
 
  private:
-  int dir_fd_ = -1;
-  std::string dir_;
-  std::string name_;
+  SharedFile file_;
   int64_t start_realtime_ns_ = 0;
-  int64_t next_look_ns_ = 0;
-  struct Seen {
-    uint64_t dev = 0, ino = 0;
-    int64_t mtime_ns = -1, size = -1;
-    bool operator==(const Seen&) const = default;
-  } seen_;
   std::optional<format::JobSteps> current_;
-  bool said_ = false;
   bool said_publish_ = false;
 };
 

@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "ncclwatch/format.h"
 #include "ncclwatch/seqlock_copy.h"
@@ -86,65 +87,92 @@ inline std::string to_control_text(const CaptureAsk& a) {
   return out;
 }
 
-// nullopt with *error set when the text is not a request (every field is checked).
-inline std::optional<CaptureAsk> parse_control_text(std::string_view in, std::string* error) {
-  const auto fail = [&](const char* why) -> std::optional<CaptureAsk> {
-    if (error != nullptr) *error = why;
-    return std::nullopt;
-  };
-  if (in.size() > kMaxControlBytes) return fail("larger than 4 KiB");
-  if (in.substr(0, 20) != "ncclwatch-capture 1\n") return fail("not an ncclwatch capture request");
-  in.remove_prefix(20);
-  CaptureAsk a;
-  bool have_id = false, have_unit = false, have_count = false;
-  const auto number = [](std::string_view v, auto& out) {
-    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-    return ec == std::errc() && p == v.data() + v.size() && !v.empty();
-  };
+// A request or notice written before this process started (less the hosts' clock disagreement,
+// NTP) is an earlier run's with the same job id and directory. Compared without adding to the
+// file's number (any int64 there: no overflow).
+inline constexpr int64_t kClockSlackNs = 10'000'000'000;
+inline bool made_in_this_run(int64_t realtime_ns, int64_t start_realtime_ns) {
+  return realtime_ns >= start_realtime_ns - kClockSlackNs;
+}
+
+// A whole decimal number in `v` (nothing else), into `out`'s type.
+template <typename T>
+inline bool parse_number(std::string_view v, T& out) {
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  return ec == std::errc() && p == v.data() + v.size() && !v.empty();
+}
+
+// The shared files' text after its first line `first` (a format name and version): key=value
+// lines, each handed to `take(key, value)`, which returns "" or why the value is bad. Returns ""
+// or why the text is refused.
+template <typename Take>
+inline std::string read_key_values(std::string_view in, std::string_view first,
+                                   std::string_view what, Take take) {
+  if (in.size() > kMaxControlBytes) return "larger than 4 KiB";
+  if (in.substr(0, first.size()) != first) return "not an ncclwatch " + std::string(what);
+  in.remove_prefix(first.size());
   while (!in.empty()) {
     const auto nl = in.find('\n');
-    if (nl == std::string_view::npos) return fail("last line not ended");
+    if (nl == std::string_view::npos) return "last line not ended";
     const std::string_view line = in.substr(0, nl);
     in.remove_prefix(nl + 1);
     const auto eq = line.find('=');
-    if (eq == std::string_view::npos) return fail("a line without '='");
-    const std::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
-    if (key == "id") {
-      if (!number(value, a.id) || a.id == 0) return fail("bad id");
-      have_id = true;
-    } else if (key == "unit") {
-      if (value == "steps") {
-        a.unit = kCaptureSteps;
-      } else if (value == "seconds") {
-        a.unit = kCaptureSeconds;
-      } else if (value == "recent") {
-        a.unit = kCaptureRecent;
-      } else {
-        return fail("bad unit");
-      }
-      have_unit = true;
-    } else if (key == "first") {
-      if (!number(value, a.first)) return fail("bad first");
-    } else if (key == "count") {
-      if (!number(value, a.count)) return fail("bad count");
-      have_count = true;
-    } else if (key == "trigger") {
-      bool found = false;
-      for (uint8_t t = 0; t < static_cast<uint8_t>(WindowTrigger::kCount); ++t) {
-        if (value == capture_trigger_word(static_cast<WindowTrigger>(t))) {
-          a.trigger = static_cast<WindowTrigger>(t);
-          found = true;
-        }
-      }
-      if (!found || a.trigger == WindowTrigger::kWholeRun) return fail("bad trigger");
-    } else if (key == "requested_realtime_ns") {
-      if (!number(value, a.requested_realtime_ns)) return fail("bad requested_realtime_ns");
-    } else if (key == "text") {
-      a.text = std::string(value.substr(0, kMaxTriggerText));
-      for (char& c : a.text)
-        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-    }  // other keys: a newer writer's, ignored
+    if (eq == std::string_view::npos) return "a line without '='";
+    std::string why = take(line.substr(0, eq), line.substr(eq + 1));
+    if (!why.empty()) return why;
   }
+  return {};
+}
+
+// nullopt with *error set when the text is not a request (every field is checked).
+inline std::optional<CaptureAsk> parse_control_text(std::string_view in, std::string* error) {
+  const auto fail = [&](std::string why) -> std::optional<CaptureAsk> {
+    if (error != nullptr) *error = std::move(why);
+    return std::nullopt;
+  };
+  CaptureAsk a;
+  bool have_id = false, have_unit = false, have_count = false;
+  std::string why = read_key_values(
+      in, "ncclwatch-capture 1\n", "capture request",
+      [&](std::string_view key, std::string_view value) -> std::string {
+        if (key == "id") {
+          if (!parse_number(value, a.id) || a.id == 0) return "bad id";
+          have_id = true;
+        } else if (key == "unit") {
+          if (value == "steps") {
+            a.unit = kCaptureSteps;
+          } else if (value == "seconds") {
+            a.unit = kCaptureSeconds;
+          } else if (value == "recent") {
+            a.unit = kCaptureRecent;
+          } else {
+            return "bad unit";
+          }
+          have_unit = true;
+        } else if (key == "first") {
+          if (!parse_number(value, a.first)) return "bad first";
+        } else if (key == "count") {
+          if (!parse_number(value, a.count)) return "bad count";
+          have_count = true;
+        } else if (key == "trigger") {
+          bool found = false;
+          for (uint8_t t = 0; t < static_cast<uint8_t>(WindowTrigger::kCount); ++t) {
+            if (value == capture_trigger_word(static_cast<WindowTrigger>(t))) {
+              a.trigger = static_cast<WindowTrigger>(t);
+              found = true;
+            }
+          }
+          if (!found || a.trigger == WindowTrigger::kWholeRun) return "bad trigger";
+        } else if (key == "requested_realtime_ns") {
+          if (!parse_number(value, a.requested_realtime_ns)) return "bad requested_realtime_ns";
+        } else if (key == "text") {
+          a.text = std::string(value.substr(0, kMaxTriggerText));
+          for (char& c : a.text)
+            if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+        }  // other keys: a newer writer's, ignored
+        return {};
+      });
+  if (!why.empty()) return fail(std::move(why));
   if (!have_id || !have_unit || !have_count) return fail("id, unit or count missing");
   if (a.unit != kCaptureRecent && a.count == 0) return fail("count 0");
   return a;

@@ -11,7 +11,6 @@
 // Standard library and POSIX only.
 #pragma once
 
-#include <charconv>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -59,45 +58,33 @@ inline std::optional<JobSteps> parse_job_steps_text(std::string_view in, std::st
     if (error != nullptr) *error = std::move(why);
     return std::nullopt;
   };
-  if (in.size() > kMaxControlBytes) return fail("larger than 4 KiB");
-  constexpr std::string_view kFirst = "ncclwatch-steps 1\n";
-  if (in.substr(0, kFirst.size()) != kFirst) return fail("not an ncclwatch steps notice");
-  in.remove_prefix(kFirst.size());
   JobSteps s;
-  const auto number = [](std::string_view v, auto& out) {
-    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-    return ec == std::errc() && p == v.data() + v.size() && !v.empty();
-  };
   unsigned seen = 0;  // one bit per required key
-  while (!in.empty()) {
-    const auto nl = in.find('\n');
-    if (nl == std::string_view::npos) return fail("last line not ended");
-    const std::string_view line = in.substr(0, nl);
-    in.remove_prefix(nl + 1);
-    const auto eq = line.find('=');
-    if (eq == std::string_view::npos) return fail("a line without '='");
-    const std::string_view key = line.substr(0, eq), value = line.substr(eq + 1);
-    bool ok = true;
-    if (key == "comm") {
-      ok = number(value, s.comm) && s.comm != 0;
-      seen |= 1;
-    } else if (key == "period") {
-      ok = number(value, s.period) && s.period >= 1 && s.period <= kMaxNoticePeriod;
-      seen |= 2;
-    } else if (key == "phase") {
-      ok = number(value, s.phase);
-      seen |= 4;
-    } else if (key == "start_token") {
-      ok = number(value, s.start_token);
-      seen |= 8;
-    } else if (key == "published_realtime_ns") {
-      ok = number(value, s.published_realtime_ns) && s.published_realtime_ns > 0;
-      seen |= 16;
-    } else if (key == "rank") {
-      ok = number(value, s.rank) && s.rank >= -1;
-    }  // other keys: a newer writer's, ignored
-    if (!ok) return fail("bad " + std::string(key));
-  }
+  std::string why = read_key_values(
+      in, "ncclwatch-steps 1\n", "steps notice",
+      [&](std::string_view key, std::string_view value) -> std::string {
+        bool ok = true;
+        if (key == "comm") {
+          ok = parse_number(value, s.comm) && s.comm != 0;
+          seen |= 1;
+        } else if (key == "period") {
+          ok = parse_number(value, s.period) && s.period >= 1 && s.period <= kMaxNoticePeriod;
+          seen |= 2;
+        } else if (key == "phase") {
+          ok = parse_number(value, s.phase);
+          seen |= 4;
+        } else if (key == "start_token") {
+          ok = parse_number(value, s.start_token);
+          seen |= 8;
+        } else if (key == "published_realtime_ns") {
+          ok = parse_number(value, s.published_realtime_ns) && s.published_realtime_ns > 0;
+          seen |= 16;
+        } else if (key == "rank") {
+          ok = parse_number(value, s.rank) && s.rank >= -1;
+        }  // other keys: a newer writer's, ignored
+        return ok ? std::string() : "bad " + std::string(key);
+      });
+  if (!why.empty()) return fail(std::move(why));
   if (seen != 31) return fail("comm, period, phase, start_token or published_realtime_ns missing");
   if (s.phase >= s.period) return fail("phase not below period");
   return s;

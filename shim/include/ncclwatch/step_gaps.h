@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 namespace ncclwatch::step_gaps {
@@ -70,6 +71,39 @@ inline int64_t phase_quantile(const std::vector<int64_t>& g, std::size_t P, std:
   return *at;
 }
 
+// The lowest and highest q-quantile among the r interleaved parts of phase o of P (its phases
+// o, o + P, ..., o + (r - 1) P of rP): how alike the phase is throughout.
+inline std::pair<int64_t, int64_t> interleaved_range(const std::vector<int64_t>& g, std::size_t P,
+                                                     std::size_t o, std::size_t r, double q,
+                                                     std::vector<int64_t>& scratch) {
+  int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
+  for (std::size_t part = 0; part < r; ++part) {
+    const int64_t x = phase_quantile(g, r * P, o + part * P, q, scratch);
+    lo = std::min(lo, x);
+    hi = std::max(hi, x);
+  }
+  return {lo, hi};
+}
+
+// The one multiple P = m x p (m up to kMaxMultiple, while `need` x P gaps are there) for which
+// `is_step(P, phase)` holds: false if none or more than one does (the gaps are not clear:
+// deciding now could differ between ranks).
+template <typename IsStep>
+inline bool one_multiple(std::size_t p, std::size_t size, std::size_t need, IsStep is_step,
+                         std::size_t& period, std::size_t& phase) {
+  if (p == 0) return false;
+  bool found = false;
+  for (std::size_t m = 1; m <= kMaxMultiple && need * m * p <= size; ++m) {
+    std::size_t o = 0;
+    if (!is_step(m * p, o)) continue;
+    if (found) return false;
+    found = true;
+    period = m * p;
+    phase = o;
+  }
+  return found;
+}
+
 // Is P calls a step of the (floored) gaps g, starting at phase o?
 //  - the median gap at o is kMinGapJump times the largest median at the other phases (a random
 //    extra gap shifts a median only where half the gaps of that phase have one). Not a lower
@@ -111,12 +145,7 @@ inline bool step_at(const std::vector<int64_t>& g, std::size_t P, std::size_t pe
   for (int h = 0; h < 2; ++h)
     if (4 * below[h] > count[h]) return false;
   for (std::size_t r = 2; r <= 3; ++r) {
-    int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
-    for (std::size_t part = 0; part < r; ++part) {
-      const int64_t m = phase_quantile(g, r * P, o + part * P, 0.5, scratch);
-      lo = std::min(lo, m);
-      hi = std::max(hi, m);
-    }
+    const auto [lo, hi] = interleaved_range(g, P, o, r, 0.5, scratch);
     if (static_cast<double>(hi) >= kMinGapJump * static_cast<double>(lo)) return false;
   }
   for (std::size_t i = 0; i < P; ++i) {
@@ -145,18 +174,11 @@ inline bool step_at(const std::vector<int64_t>& g, std::size_t P, std::size_t pe
 // narrow gaps -- half the true step -- can look wide throughout by chance with fewer).
 inline bool gap_period(const std::vector<int64_t>& gaps, std::size_t from, std::size_t p,
                        std::size_t per_half_phase, std::size_t& period, std::size_t& phase) {
-  if (p == 0) return false;
   const std::vector<int64_t> g = floored_gaps(gaps, std::max<std::size_t>(from, 1));
-  bool found = false;
-  for (std::size_t m = 1; m <= kMaxMultiple && 2 * m * p * per_half_phase <= g.size(); ++m) {
-    std::size_t o = 0;
-    if (!step_at(g, m * p, per_half_phase, o)) continue;
-    if (found) return false;
-    found = true;
-    period = m * p;
-    phase = o;
-  }
-  return found;
+  return one_multiple(
+      p, g.size(), 2 * per_half_phase,
+      [&](std::size_t P, std::size_t& o) { return step_at(g, P, per_half_phase, o); }, period,
+      phase);
 }
 
 // The step period among multiples of `p` whose gaps split cleanly: at one phase every gap is at
@@ -172,30 +194,21 @@ inline bool gap_period(const std::vector<int64_t>& gaps, std::size_t from, std::
 inline constexpr double kCleanJump = 2.0;
 inline bool clean_gap_period(const std::vector<int64_t>& gaps, std::size_t from, std::size_t p,
                              std::size_t per_half_phase, std::size_t& period, std::size_t& phase) {
-  if (p == 0) return false;
   const std::vector<int64_t> g = floored_gaps(gaps, std::max<std::size_t>(from, 1));
-  bool found = false;
-  for (std::size_t m = 1; m <= kMaxMultiple && 2 * m * p * per_half_phase <= g.size(); ++m) {
-    const std::size_t P = m * p;
-    if (P < 2) continue;
+  const auto splits = [&](std::size_t P, std::size_t& o) {
+    if (P < 2) return false;
     std::vector<int64_t> lowest(P, std::numeric_limits<int64_t>::max());
     for (std::size_t k = 0; k < g.size(); ++k) lowest[k % P] = std::min(lowest[k % P], g[k]);
-    const std::size_t o =
-        static_cast<std::size_t>(std::max_element(lowest.begin(), lowest.end()) - lowest.begin());
+    o = static_cast<std::size_t>(std::max_element(lowest.begin(), lowest.end()) - lowest.begin());
     int64_t highest = 0, widest = 0;  // of the gaps at the other phases; at o
     for (std::size_t k = 0; k < g.size(); ++k) {
       int64_t& top = k % P == o ? widest : highest;
       top = std::max(top, g[k]);
     }
-    if (static_cast<double>(lowest[o]) < kCleanJump * static_cast<double>(highest) ||
-        static_cast<double>(widest) >= kMinGapJump * static_cast<double>(lowest[o]))
-      continue;
-    if (found) return false;
-    found = true;
-    period = P;
-    phase = o;
-  }
-  return found;
+    return static_cast<double>(lowest[o]) >= kCleanJump * static_cast<double>(highest) &&
+           static_cast<double>(widest) < kMinGapJump * static_cast<double>(lowest[o]);
+  };
+  return one_multiple(p, g.size(), 2 * per_half_phase, splits, period, phase);
 }
 
 // The step period among multiples of `p` that the low end of each phase's gaps tells. CPU
@@ -218,63 +231,49 @@ inline constexpr double kFloorJump = 4.0;
 inline constexpr int64_t kMinFloorNs = 50'000;  // a step's own gap; launch jitter is a few us
 inline bool floor_gap_period(const std::vector<int64_t>& gaps, std::size_t from, std::size_t p,
                              std::size_t per_half_phase, std::size_t& period, std::size_t& phase) {
-  if (p == 0) return false;
   const std::size_t start = std::min(std::max<std::size_t>(from, 1), gaps.size());
   const std::vector<int64_t> g(gaps.begin() + static_cast<std::ptrdiff_t>(start), gaps.end());
   std::vector<int64_t> scratch, low;
-  bool found = false;
+  const auto stands_out = [&](std::size_t P, std::size_t& o) {
+    if (P < 2) return false;
+    low.assign(P, 0);
+    for (std::size_t i = 0; i < P; ++i) low[i] = phase_quantile(g, P, i, kFloorQuantile, scratch);
+    o = static_cast<std::size_t>(std::max_element(low.begin(), low.end()) - low.begin());
+    int64_t second = 0;
+    for (std::size_t i = 0; i < P; ++i)
+      if (i != o) second = std::max(second, low[i]);
+    const double wide_enough = kFloorJump * static_cast<double>(second);
+    if (low[o] < kMinFloorNs || static_cast<double>(low[o]) < wide_enough) return false;
+    // Extra gaps add to every phase alike, so the step's wide phase keeps the widest median too;
+    // a phase whose low end stood out by chance (the wide gaps' low ends eaten by the lateness
+    // they absorb, seeded simulations: 36 calls for 4) seldom has both.
+    const int64_t median_o = phase_quantile(g, P, o, 0.5, scratch);
+    for (std::size_t i = 0; i < P; ++i)
+      if (i != o && phase_quantile(g, P, i, 0.5, scratch) >= median_o) return false;
+    for (std::size_t r = 2; r <= 3; ++r) {
+      const auto [lo, hi] = interleaved_range(g, P, o, r, kFloorQuantile, scratch);
+      if (static_cast<double>(hi) >= kMinGapJump * static_cast<double>(lo) ||
+          static_cast<double>(lo) < wide_enough)
+        return false;
+    }
+    // Every other phase narrow at its low end in both its interleaved parts (its phases at
+    // 2P): at half of a launch-bound step ("narrow, wide, wide, wide") the phase holding the
+    // narrow gap also holds a wide one, its low end narrow only by the mix.
+    for (std::size_t i = 0; i < P; ++i) {
+      if (i == o) continue;
+      const int64_t a = phase_quantile(g, 2 * P, i, kFloorQuantile, scratch);
+      const int64_t b = phase_quantile(g, 2 * P, i + P, kFloorQuantile, scratch);
+      if (kFloorJump * static_cast<double>(std::max(a, b)) > static_cast<double>(low[o]))
+        return false;
+    }
+    return true;
+  };
   // Only where twice the candidate can be looked at too: in a busy job's first steps the gap
   // before a mid-step bucket can be half-wide (ADelayInTheMiddleOfTheStep...), and half the step
   // then passes while the step itself, with too few gaps to be looked at, could not contradict
   // it (fake_train beside four busy loops: one rank of four took 2 calls for its step of 4 at
   // 192 calls, and the job took it from that rank).
-  for (std::size_t m = 1; m <= kMaxMultiple && 4 * m * p * per_half_phase <= g.size(); ++m) {
-    const std::size_t P = m * p;
-    if (P < 2) continue;
-    low.assign(P, 0);
-    for (std::size_t o = 0; o < P; ++o) low[o] = phase_quantile(g, P, o, kFloorQuantile, scratch);
-    const std::size_t o =
-        static_cast<std::size_t>(std::max_element(low.begin(), low.end()) - low.begin());
-    int64_t second = 0;
-    for (std::size_t i = 0; i < P; ++i)
-      if (i != o) second = std::max(second, low[i]);
-    const double wide_enough = kFloorJump * static_cast<double>(second);
-    if (low[o] < kMinFloorNs || static_cast<double>(low[o]) < wide_enough) continue;
-    // Extra gaps add to every phase alike, so the step's wide phase keeps the widest median too;
-    // a phase whose low end stood out by chance (the wide gaps' low ends eaten by the lateness
-    // they absorb, seeded simulations: 36 calls for 4) seldom has both.
-    const int64_t median_o = phase_quantile(g, P, o, 0.5, scratch);
-    bool widest = true;
-    for (std::size_t i = 0; i < P && widest; ++i)
-      widest = i == o || phase_quantile(g, P, i, 0.5, scratch) < median_o;
-    if (!widest) continue;
-    bool alike = true;
-    for (std::size_t r = 2; r <= 3 && alike; ++r) {
-      int64_t lo = std::numeric_limits<int64_t>::max(), hi = 0;
-      for (std::size_t part = 0; part < r; ++part) {
-        const int64_t q = phase_quantile(g, r * P, o + part * P, kFloorQuantile, scratch);
-        lo = std::min(lo, q);
-        hi = std::max(hi, q);
-      }
-      alike = static_cast<double>(hi) < kMinGapJump * static_cast<double>(lo) &&
-              static_cast<double>(lo) >= wide_enough;
-    }
-    // Every other phase narrow at its low end in both its interleaved parts (its phases at
-    // 2P): at half of a launch-bound step ("narrow, wide, wide, wide") the phase holding the
-    // narrow gap also holds a wide one, its low end narrow only by the mix.
-    for (std::size_t i = 0; i < P && alike; ++i) {
-      if (i == o) continue;
-      const int64_t a = phase_quantile(g, 2 * P, i, kFloorQuantile, scratch);
-      const int64_t b = phase_quantile(g, 2 * P, i + P, kFloorQuantile, scratch);
-      alike = kFloorJump * static_cast<double>(std::max(a, b)) <= static_cast<double>(low[o]);
-    }
-    if (!alike) continue;
-    if (found) return false;
-    found = true;
-    period = P;
-    phase = o;
-  }
-  return found;
+  return one_multiple(p, g.size(), 4 * per_half_phase, stands_out, period, phase);
 }
 
 // True when the gaps from `from` on show no step of 2..max_period calls: at each such period,
