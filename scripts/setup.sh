@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 packages=(
   build-essential cmake ninja-build pkg-config
   libboost-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev zlib1g-dev libsimdjson-dev libsqlite3-dev
+  libcli11-dev nlohmann-json3-dev zlib1g-dev libzstd-dev libsimdjson-dev libsqlite3-dev
   clang libclang-rt-14-dev python3
   # the HTML report's browser test (headless) and the venvs scripts/test.sh installs HTA and
   # py-spy (the stacks test) into

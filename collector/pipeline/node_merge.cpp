@@ -114,7 +114,8 @@ model::JobTrace load_traces_and_node_files(const std::string& dir,
   std::vector<trace::PreloadedRank> extra;
   std::set<std::string> taken;
   std::vector<std::string> used, stale;
-  std::size_t from_nodes = 0, without_trace = 0;
+  std::size_t from_nodes = 0, without_trace = 0, rounded = 0;
+  int64_t coarsest = 1;
   for (reduce::NodeFile& f : files) {
     if (!f.problem.empty()) node_problems.push_back({f.path, "node file: " + f.problem});
     if (f.job != job) continue;
@@ -131,6 +132,10 @@ model::JobTrace load_traces_and_node_files(const std::string& dir,
         std::const_pointer_cast<analysis::RankDigest>(n.rank.digest)->reload =
             reload_from(index.files[at->second].parts, options.keep_steps, n.rank.info.records,
                         n.rank.info.skipped);
+      }
+      if (n.compute_resolution_ns > 1 && n.rank.digest) {
+        ++rounded;
+        coarsest = std::max(coarsest, n.compute_resolution_ns);
       }
       trace::PreloadedRank rank{std::move(n.rank), std::move(n.problems)};
       if (at != by_name.end()) {
@@ -156,15 +161,21 @@ model::JobTrace load_traces_and_node_files(const std::string& dir,
       trace::load_indexed(dir, std::move(index), options, std::move(preloaded), std::move(extra));
   for (auto& p : node_problems) out.problems.push_back(std::move(p));
   if (from_nodes > 0) {
-    std::string absent;
+    std::string also;
     if (without_trace > 0) {
-      absent = fmt::format(
+      also = fmt::format(
           "; {} of them without their trace here (their compute kernels cannot be counted again "
           "if the job's steps are not their own)",
           without_trace);
     }
+    if (rounded > 0) {
+      also += fmt::format(
+          "; {} of them with compute times rounded to {} ns (`reduce --compute-resolution-ns`): "
+          "GPU-time figures can differ from the traces' by about that much a kernel",
+          rounded, coarsest);
+    }
     out.notes.push_back({dir, fmt::format("{} of {} rank(s) read from node files ({}){}",
-                                          from_nodes, out.ranks.size(), names_of(used), absent)});
+                                          from_nodes, out.ranks.size(), names_of(used), also)});
   }
   return out;
 }

@@ -142,4 +142,15 @@ class ByteReader {
   std::string error_;
 };
 
+// An enum written as its byte: a value at or past `count` is damage.
+template <class E>
+E read_enum(ByteReader& r, E count, const char* what) {
+  const uint8_t v = r.u8();
+  if (v >= static_cast<uint8_t>(count)) {
+    r.fail(std::string("an unknown ") + what);
+    return E{};
+  }
+  return static_cast<E>(v);
+}
+
 }  // namespace ncclwatch::reduce

@@ -48,6 +48,47 @@ bool read_set(ByteReader& r, analysis::IntervalSet& set) {
   return true;
 }
 
+// x on a grid of `step` ns, to the nearest point (halves up), as a count of steps.
+int64_t to_grid(int64_t x, int64_t step) {
+  int64_t q = x / step, rem = x % step;
+  if (rem < 0) --q, rem += step;
+  return rem >= step - rem ? q + 1 : q;
+}
+
+// `set` with its edges moved to the nearest point of a grid of `step` ns, in steps: spans
+// shorter than half a step vanish, spans whose gap closes merge. Still sorted and disjoint.
+analysis::IntervalSet on_grid(const analysis::IntervalSet& set, int64_t step) {
+  std::vector<analysis::Interval> out;
+  out.reserve(set.size());
+  for (const analysis::Interval& s : set.spans()) {
+    const int64_t begin = to_grid(s.begin, step), end = to_grid(s.end, step);
+    if (end <= begin) continue;
+    if (!out.empty() && begin <= out.back().end) {
+      out.back().end = std::max(out.back().end, end);
+    } else {
+      out.push_back({begin, end});
+    }
+  }
+  return analysis::IntervalSet::from_sorted(out);
+}
+
+// A set written in steps of `step` ns back in ns; false when a time would pass 64 bits.
+bool off_grid(ByteReader& r, analysis::IntervalSet& set, int64_t step) {
+  if (step == 1) return true;
+  std::vector<analysis::Interval> spans(set.spans().begin(), set.spans().end());
+  const int64_t limit = INT64_MAX / step;
+  for (analysis::Interval& s : spans) {
+    if (s.begin < -limit || s.end > limit) {
+      r.fail("a time past the range of 64 bits");
+      return false;
+    }
+    s.begin *= step;
+    s.end *= step;
+  }
+  set = analysis::IntervalSet::from_sorted(spans);
+  return true;
+}
+
 void write_step_kernels(ByteWriter& w, const analysis::StepKernels& k) {
   write_intervals(w, k.step_windows);
   w.varint(k.per_step.size());
@@ -118,11 +159,16 @@ bool read_intervals(ByteReader& r, std::vector<analysis::Interval>& out) {
   return r.ok();
 }
 
-void write_digest(ByteWriter& w, const analysis::RankDigest& d) {
+void write_digest(ByteWriter& w, const analysis::RankDigest& d, int64_t compute_resolution_ns) {
   // busy as the digest holds it: what it adds to comm ∪ compute (packed_activity.h).
   const analysis::PackedActivity& a = d.activity;
   write_set(w, a.comm.unpack());
-  write_set(w, a.compute.unpack());
+  w.varint(static_cast<uint64_t>(compute_resolution_ns));
+  if (compute_resolution_ns == 1) {
+    write_set(w, a.compute.unpack());
+  } else {
+    write_set(w, on_grid(a.compute.unpack(), compute_resolution_ns));
+  }
   write_set(w, a.busy_extra.unpack());
   write_set(w, a.busy_missing.unpack());
   w.u8(static_cast<uint8_t>(a.source));
@@ -136,11 +182,19 @@ void write_digest(ByteWriter& w, const analysis::RankDigest& d) {
   for (int64_t ns : d.kernel_sample) w.svarint(ns);
 }
 
-bool read_digest(ByteReader& r, analysis::RankDigest& d) {
+bool read_digest(ByteReader& r, analysis::RankDigest& d, int64_t& compute_resolution_ns) {
   analysis::PackedActivity& a = d.activity;
   {
     analysis::IntervalSet comm, compute, extra, missing;
-    if (!read_set(r, comm) || !read_set(r, compute) || !read_set(r, extra) || !read_set(r, missing))
+    if (!read_set(r, comm)) return false;
+    const uint64_t step = r.varint();
+    if (step == 0 || step > kMaxComputeResolutionNs) {
+      r.fail("a resolution of compute times of 0 or past a second");
+      return false;
+    }
+    compute_resolution_ns = static_cast<int64_t>(step);
+    if (!read_set(r, compute) || !off_grid(r, compute, compute_resolution_ns) ||
+        !read_set(r, extra) || !read_set(r, missing))
       return false;
     a.comm = analysis::PackedIntervalSet(comm);
     a.compute = analysis::PackedIntervalSet(compute);

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include "ncclwatch/names.h"
 #include "trace/read_fully.h"
@@ -29,6 +30,34 @@ bool read_into(int fd, void* out, std::size_t size, uint64_t offset, std::size_t
 uint64_t section_checksum(const std::string& bytes) {
   return crc32_z(crc32_z(0, nullptr, 0), reinterpret_cast<const Bytef*>(bytes.data()),
                  bytes.size());
+}
+
+std::string compress_section(const std::string& raw) {
+  std::string out(ZSTD_compressBound(raw.size()), '\0');
+  const std::size_t n = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), 1);
+  // Cannot fail with a buffer of the bound's size; should it, the section is refused on reading.
+  out.resize(ZSTD_isError(n) ? 0 : n);
+  return out;
+}
+
+bool expand_section(const std::string& packed, std::string& raw, std::string& error) {
+  const unsigned long long size = ZSTD_getFrameContentSize(packed.data(), packed.size());
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) {
+    error = "not a zstd frame that says its size";
+    return false;
+  }
+  if (size > kMaxRankBytes || size / kMaxExpansion > packed.size()) {
+    error = fmt::format("a frame that would expand to {} bytes from {}", size, packed.size());
+    return false;
+  }
+  raw.resize(static_cast<std::size_t>(size));
+  const std::size_t n = ZSTD_decompress(raw.data(), raw.size(), packed.data(), packed.size());
+  if (ZSTD_isError(n) || n != size) {
+    error = ZSTD_isError(n) ? fmt::format("zstd: {}", ZSTD_getErrorName(n))
+                            : fmt::format("a frame of {} bytes that says {}", n, size);
+    return false;
+  }
+  return true;
 }
 
 std::string node_file_name(const std::string& host, const std::string& job) {
@@ -81,7 +110,7 @@ NodeFile read_node_file(const std::string& path, const std::string& dir) {
   file.created_realtime_ns = h.created_realtime_ns;
 
   uint64_t at = sizeof h;
-  std::string payload;
+  std::string payload, raw;
   bool ended = false;
   while (file.problem.empty()) {
     SectionHeader s{};
@@ -122,7 +151,7 @@ NodeFile read_node_file(const std::string& path, const std::string& dir) {
     }
     NodeRank rank;
     std::string why;
-    if (!decode_rank(payload, dir, rank, why)) {
+    if (!expand_section(payload, raw, why) || !decode_rank(raw, dir, rank, why)) {
       file.problem = fmt::format("rank section {} cannot be read: {}", file.ranks.size() + 1, why);
       break;
     }

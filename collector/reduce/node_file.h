@@ -1,10 +1,12 @@
 // A node file: what `ncclwatch reduce` keeps of one node's rank traces, for `ncclwatch report` to
 // merge instead of reading the traces (issue 24; docs/multi-node.md). Per rank: the RankTrace of
-// the report's lean load (collector/reduce/rank_codec.h), ~1-3 % of the trace's bytes.
+// the report's lean load (collector/reduce/rank_codec.h), ~0.5-4 % of the trace's bytes (most
+// where kernels run apart: tests/bench/reduce/README.md).
 //
 // Layout (little-endian):
 //   NodeFileHeader (256 bytes, versioned)
-//   per rank: SectionHeader {kRankSection, bytes, CRC-32 of the bytes} + the rank's bytes
+//   per rank: SectionHeader {kRankSection, bytes, CRC-32 of the bytes} + the rank's bytes as one
+//     zstd frame (level 1: ~2x smaller, ~400 MB/s a core; the frame says its size)
 //   SectionHeader {kEndSection, 0, ranks}: the file is whole
 // A file is written under a temporary name and renamed when whole, so a reader never sees one
 // being written; a cut or damaged file still gives every rank before the damage (each section
@@ -21,10 +23,13 @@
 namespace ncclwatch::reduce {
 
 inline constexpr uint64_t kNodeFileMagic = 0x444F4E574C43434EULL;  // "NCCLWNOD" little-endian
-// Raised with any change of the layout or of what a rank holds (rank_codec.cpp, digest_codec.cpp);
-// a report reads only its own version (a node file is rebuilt from the traces in seconds).
+// Raised with any change of the layout or of what a rank holds (rank_codec.cpp, call_codec.cpp,
+// digest_codec.cpp); a report reads only its own version (a node file is rebuilt from the traces
+// in seconds).
 // 2: a digest holds busy as what it adds to comm ∪ compute (analysis/packed_activity.h).
-inline constexpr uint32_t kNodeFileVersion = 2;
+// 3: calls as shapes and times (reduce/call_codec.h), compute spans on a grid if asked
+//    (ReduceOptions), a rank section's bytes compressed with zstd.
+inline constexpr uint32_t kNodeFileVersion = 3;
 inline constexpr uint32_t kRankSection = 0x4B4E4152;  // "RANK"
 inline constexpr uint32_t kEndSection = 0x2E444E45;   // "END."
 // One rank's bytes at most (a rank of 10^8 calls is ~3 GB): a larger count is damage.
@@ -52,6 +57,14 @@ static_assert(sizeof(SectionHeader) == 24);
 // The checksum of a section's bytes: zlib's CRC-32, which reads several bytes a step (FNV-1a,
 // a byte at a time, was 5 % of the reduce and of the merge).
 uint64_t section_checksum(const std::string& bytes);
+
+// A rank's encoded bytes as its section holds them (a zstd frame), and back. expand_section
+// reads untrusted bytes: a frame that does not say its size, says more than kMaxRankBytes or
+// more than kMaxExpansion times its own, or does not expand to exactly that, is refused (false,
+// `error` says why) before anything that large is allocated.
+inline constexpr uint64_t kMaxExpansion = 4096;
+std::string compress_section(const std::string& raw);
+bool expand_section(const std::string& packed, std::string& raw, std::string& error);
 
 // "ncclwatch.<host>.<job>.node": the characters a trace file name may not hold become '_'.
 std::string node_file_name(const std::string& host, const std::string& job);

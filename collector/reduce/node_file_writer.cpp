@@ -69,6 +69,10 @@ bool NodeFileWriter::write_all(const void* data, std::size_t size, std::string& 
 }
 
 bool NodeFileWriter::add(const std::string& rank_bytes, std::string& error) {
+  return add_section(compress_section(rank_bytes), error);
+}
+
+bool NodeFileWriter::add_section(const std::string& rank_bytes, std::string& error) {
   if (fd_ < 0) {
     error = "no node file begun";
     return false;

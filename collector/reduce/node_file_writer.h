@@ -21,7 +21,10 @@ class NodeFileWriter {
   // `dir` stays open until finish(). false: `error` says why.
   bool begin(const trace::TraceDir& dir, const std::string& name, const std::string& job,
              const std::string& host, std::string& error);
+  // A rank's encoded bytes (encode_rank), compressed here.
   bool add(const std::string& rank_bytes, std::string& error);
+  // A rank already compressed (compress_section: the reduce compresses ranks in parallel).
+  bool add_section(const std::string& section, std::string& error);
   bool finish(std::string& error);
 
   uint64_t bytes() const { return bytes_; }

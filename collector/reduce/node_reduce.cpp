@@ -39,10 +39,11 @@ uint64_t file_bytes(const std::vector<std::string>& parts) {
 }
 
 // One rank: read, linked, digested and dropped, encoded. Empty when its records are cut by
-// capture windows (left to its trace).
+// capture windows (left to its trace). Compressed here: ranks are reduced in parallel.
 std::string reduce_rank(const std::string& dir, const trace::TraceFileEntry& file,
-                        uint64_t& records) {
+                        int64_t compute_resolution_ns, uint64_t& records) {
   NodeRank node;
+  node.compute_resolution_ns = compute_resolution_ns;
   node.rank = trace::load_rank_parts(file.parts, node.problems);
   records = node.rank.info.records;
   if (!analysis::records_are_one_whole_run(node.rank)) return {};
@@ -54,20 +55,22 @@ std::string reduce_rank(const std::string& dir, const trace::TraceFileEntry& fil
   node.trace.start_monotonic_ns = file.header.process.start_monotonic_ns;
   node.trace.start_realtime_ns = file.header.process.start_realtime_ns;
   node.trace.records = file.records;
-  return encode_rank(node, dir);
+  return compress_section(encode_rank(node, dir));
 }
 
 ReducedNode reduce_host(const std::string& dir, const trace::TraceDir& out, const std::string& job,
                         const std::string& host, const std::vector<trace::TraceFileEntry>& files,
-                        unsigned threads, std::string& error) {
+                        const ReduceOptions& options, std::string& error) {
   ReducedNode node;
   node.host = host;
   std::vector<std::string> encoded(files.size());
   std::vector<uint64_t> records(files.size());
   trace::parallel_for(
-      files.size(), trace::worker_count(threads),
-      [&](std::size_t i) { encoded[i] = reduce_rank(dir, files[i], records[i]); }, [] {},
-      std::chrono::milliseconds(250));
+      files.size(), trace::worker_count(options.threads),
+      [&](std::size_t i) {
+        encoded[i] = reduce_rank(dir, files[i], options.compute_resolution_ns, records[i]);
+      },
+      [] {}, std::chrono::milliseconds(250));
   const std::string name = node_file_name(host, job);
   NodeFileWriter writer;
   bool any = false;
@@ -78,7 +81,7 @@ ReducedNode reduce_host(const std::string& dir, const trace::TraceDir& out, cons
     }
     if (!any && !writer.begin(out, name, job, host, error)) return node;
     any = true;
-    if (!writer.add(encoded[i], error)) return node;
+    if (!writer.add_section(encoded[i], error)) return node;
     std::string().swap(encoded[i]);
     ++node.ranks;
     node.records += records[i];
@@ -140,7 +143,7 @@ ReduceResult reduce_directory(const std::string& dir, const ReduceOptions& optio
   for (const auto& [host, files] : by_host) {
     if (!options.all_hosts && host != options.host) continue;
     std::string error;
-    ReducedNode node = reduce_host(dir, out, result.job, host, files, options.threads, error);
+    ReducedNode node = reduce_host(dir, out, result.job, host, files, options, error);
     if (!error.empty()) {
       result.error = error;
       return result;

@@ -8,6 +8,7 @@
 
 #include "analysis/rank_digest.h"
 #include "reduce/byte_codec.h"
+#include "reduce/call_codec.h"
 #include "reduce/digest_codec.h"
 
 namespace ncclwatch::reduce {
@@ -16,7 +17,6 @@ namespace {
 
 // The codec writes every field of these by name: a field added to one of them must be added
 // here too (and kNodeFileVersion raised), which these sizes remind of.
-static_assert(sizeof(model::CallEvent) == 80);
 static_assert(sizeof(model::RangeEvent) == 24);
 static_assert(sizeof(model::SchedSample) == 32);
 static_assert(sizeof(model::HookedCall) == 56);
@@ -52,16 +52,6 @@ std::string read_path(ByteReader& r, const std::string& dir) {
     return {};
   }
   return (fs::path(dir) / s).string();
-}
-
-template <class E>
-E read_enum(ByteReader& r, E count, const char* what) {
-  const uint8_t v = r.u8();
-  if (v >= static_cast<uint8_t>(count)) {
-    r.fail(std::string("an unknown ") + what);
-    return E{};
-  }
-  return static_cast<E>(v);
 }
 
 void write_info(ByteWriter& w, const model::RankInfo& i, const std::string& dir) {
@@ -147,130 +137,6 @@ void read_comms(ByteReader& r, std::vector<model::CommInfo>& comms) {
     c.created_ns = r.svarint();
     c.name = r.str();
     c.from_kernels = r.u8() != 0;
-  }
-}
-
-// Calls in enter order: times as differences, the communicator and the stream as their index
-// among the rank's distinct ones, the sequence number as the step from that communicator's
-// previous call, the kernel index as the step from the previous call's (~30 bytes a call instead
-// of 80).
-void write_calls(ByteWriter& w, const std::vector<model::CallEvent>& calls) {
-  std::vector<uint64_t> ids;
-  std::vector<uint64_t> last_seq;
-  std::vector<uint32_t> streams;
-  w.varint(calls.size());
-  int64_t prev_enter = 0;
-  int64_t prev_kernel = -1;
-  for (const model::CallEvent& c : calls) {
-    std::size_t comm = 0;
-    while (comm < ids.size() && ids[comm] != c.comm_id) ++comm;
-    if (comm == ids.size()) {
-      ids.push_back(c.comm_id);
-      last_seq.push_back(0);
-      w.varint(0);
-      w.fixed64(c.comm_id);
-    } else {
-      w.varint(comm + 1);
-    }
-    w.svarint(c.enter_ns - prev_enter);
-    w.svarint(c.exit_ns - c.enter_ns);
-    w.svarint(static_cast<int64_t>(c.seq - last_seq[comm]));
-    last_seq[comm] = c.seq;
-    w.varint(c.count);
-    const auto stream = std::find(streams.begin(), streams.end(), c.stream);
-    if (stream == streams.end()) {
-      streams.push_back(c.stream);
-      w.varint(0);
-      w.varint(c.stream);
-    } else {
-      w.varint(static_cast<uint64_t>(stream - streams.begin()) + 1);
-    }
-    w.svarint(c.peer);
-    w.varint(c.group_id);
-    w.svarint(c.kernel - prev_kernel);
-    prev_kernel = c.kernel;
-    w.u8(static_cast<uint8_t>(c.func));
-    w.u8(c.datatype);
-    w.u8(c.redop);
-    w.u8(static_cast<uint8_t>(c.result));
-    w.u8(c.flags);
-    const bool gpu = c.gpu_start_ns != 0 || c.gpu_end_ns != 0;
-    w.u8(gpu ? 1 : 0);
-    if (gpu) {
-      w.svarint(c.gpu_start_ns - c.enter_ns);
-      w.svarint(c.gpu_end_ns - c.gpu_start_ns);
-    }
-    prev_enter = c.enter_ns;
-  }
-}
-
-void read_calls(ByteReader& r, std::vector<model::CallEvent>& calls) {
-  std::vector<uint64_t> ids;
-  std::vector<uint64_t> last_seq;
-  std::vector<uint32_t> streams;
-  calls.resize(r.count(15));
-  int64_t prev_enter = 0;
-  int64_t prev_kernel = -1;
-  for (model::CallEvent& c : calls) {
-    const uint64_t comm = r.varint();
-    std::size_t at = 0;
-    if (comm == 0) {
-      ids.push_back(r.fixed64());
-      last_seq.push_back(0);
-      at = ids.size() - 1;
-    } else if (comm <= ids.size()) {
-      at = static_cast<std::size_t>(comm - 1);
-    } else {
-      r.fail("a call of a communicator not seen before");
-      return;
-    }
-    c.comm_id = ids[at];
-    const int64_t step = r.svarint();
-    if (step < 0) {
-      r.fail("calls out of order (the analyses take them by entry time)");
-      return;
-    }
-    if (__builtin_add_overflow(prev_enter, step, &c.enter_ns)) {
-      r.fail("a time past the range of 64 bits");
-      return;
-    }
-    c.exit_ns = r.svarint_after(c.enter_ns);
-    c.seq = last_seq[at] + static_cast<uint64_t>(r.svarint());
-    last_seq[at] = c.seq;
-    c.count = r.varint();
-    const uint64_t stream = r.varint();
-    if (stream == 0) {
-      streams.push_back(static_cast<uint32_t>(r.varint()));
-      c.stream = streams.back();
-    } else if (stream <= streams.size()) {
-      c.stream = streams[static_cast<std::size_t>(stream - 1)];
-    } else {
-      r.fail("a call on a stream not seen before");
-      return;
-    }
-    c.peer = static_cast<int32_t>(r.svarint());
-    c.group_id = static_cast<uint32_t>(r.varint());
-    const int64_t step_kernel = r.svarint();  // checked before the sum can overflow
-    constexpr int64_t kFar = int64_t{1} << 33;
-    const int64_t kernel =
-        step_kernel >= -kFar && step_kernel <= kFar ? prev_kernel + step_kernel : int64_t{-2};
-    if (kernel < -1 || kernel > INT32_MAX) {
-      r.fail("a call's kernel index out of range");
-      return;
-    }
-    c.kernel = static_cast<int32_t>(kernel);
-    prev_kernel = kernel;
-    c.func = read_enum(r, format::Func::kCount, "NCCL function");
-    c.datatype = r.u8();
-    c.redop = r.u8();
-    c.result = static_cast<int8_t>(r.u8());
-    c.flags = r.u8();
-    if (r.u8() != 0) {
-      c.gpu_start_ns = r.svarint_after(c.enter_ns);
-      c.gpu_end_ns = r.svarint_after(c.gpu_start_ns);
-    }
-    prev_enter = c.enter_ns;
-    if (!r.ok()) return;
   }
 }
 
@@ -471,7 +337,7 @@ std::string encode_rank(const NodeRank& node, const std::string& dir) {
   w.u8(t.dropped ? 1 : 0);
   if (t.dropped) write_dropped(w, *t.dropped);
   w.u8(t.digest ? 1 : 0);
-  if (t.digest) write_digest(w, *t.digest);
+  if (t.digest) write_digest(w, *t.digest, node.compute_resolution_ns);
 
   w.varint(node.problems.size());
   for (const model::InputProblem& p : node.problems) {
@@ -506,7 +372,7 @@ bool decode_rank(std::string_view bytes, const std::string& dir, NodeRank& out,
   }
   if (r.ok() && r.u8() != 0) {
     auto digest = std::make_shared<analysis::RankDigest>();
-    if (read_digest(r, *digest)) t.digest = std::move(digest);
+    if (read_digest(r, *digest, node.compute_resolution_ns)) t.digest = std::move(digest);
   }
   node.problems.resize(r.count(2));
   for (model::InputProblem& p : node.problems) {

@@ -1,8 +1,10 @@
 // One rank as a node file holds it (collector/reduce/node_file.h): the RankTrace that the
 // report's lean load keeps (pipeline/lean_load.h: calls, comms, ranges, the small records, the
 // GPU records' digest and what the collector's checks take from them), the problems its read
-// raised, and which trace it came from. Encoded without loss: a report from node files is the
-// report from the traces, byte for byte (tests/collector/reduce, tests/scenarios).
+// raised, and which trace it came from. Encoded without loss (calls: call_codec.h): a report
+// from node files is the report from the traces, byte for byte (tests/collector/reduce,
+// tests/scenarios), unless compute times were put on a grid (compute_resolution_ns: the same
+// verdicts, GPU-time figures within about a grid step a kernel).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +33,8 @@ struct NodeRank {
   TraceIdentity trace;
   model::RankTrace rank;  // digested: GPU records dropped, `digest` and `dropped` set
   std::vector<model::InputProblem> problems;
+  // The grid the digest's compute spans were rounded to (ReduceOptions); 1: exact.
+  int64_t compute_resolution_ns = 1;
 };
 
 // Paths in the rank (its source, its problems' sources) are written relative to `dir` when they

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/node_note.h"
+#include "../support/report_verdicts.h"
 
 namespace ncclwatch::scenarios {
 
@@ -108,10 +109,13 @@ inline void expect_lean_report_is_whole(const std::string& dir) {
   EXPECT_TRUE(lean_json == file_text(dir + "-whole.json")) << dir << ": lean != whole JSON";
 }
 
-// `ncclwatch reduce DIR --all-hosts`: its exit status; its output in `out`.
-inline int reduce_of(const std::string& dir, std::string& out) {
+// `ncclwatch reduce DIR --all-hosts [more]`: its exit status; its output in `out`.
+inline int reduce_of(const std::string& dir, std::string& out,
+                     const std::vector<std::string>& more = {}) {
   const std::string path = dir + "-reduce.txt";
-  const int rc = ncclwatch_cli({"reduce", dir, "--all-hosts"}, path, "lean", true);
+  std::vector<std::string> args = {"reduce", dir, "--all-hosts"};
+  args.insert(args.end(), more.begin(), more.end());
+  const int rc = ncclwatch_cli(args, path, "lean", true);
   out = file_text(path);
   return rc;
 }
@@ -119,6 +123,7 @@ inline int reduce_of(const std::string& dir, std::string& out) {
 // The report merged from node files (`ncclwatch reduce`) is the lean report but for the note
 // saying so: text and JSON, with the traces beside the node files and without them (the traces
 // stayed on their nodes). A run whose ranks all have capture windows has nothing to reduce.
+// Node files with compute times on a 1 µs grid (lossy) give the same verdicts, and say so.
 inline void expect_node_report_is_lean(const std::string& dir) {
   namespace fs = std::filesystem;
   std::string said;
@@ -161,6 +166,13 @@ inline void expect_node_report_is_lean(const std::string& dir) {
   for (const fs::path& t : traces) fs::rename(t, away / t.filename());
   expect_same("node-alone", false);
   for (const fs::path& t : traces) fs::rename(away / t.filename(), t);
+
+  ASSERT_EQ(reduce_of(dir, said, {"--compute-resolution-ns", "1000"}), 0) << said;
+  const std::string grid = report_of(dir, "node-grid", "lean");
+  EXPECT_NE(grid.find("compute times rounded to 1000 ns"), std::string::npos) << dir << grid;
+  const nlohmann::json grid_json = test_support::without_node_note(
+      nlohmann::json::parse(file_text(dir + "-node-grid.json"), nullptr, false));
+  EXPECT_EQ(test_support::verdicts_of(grid_json), test_support::verdicts_of(lean_json)) << dir;
   for (const fs::path& n : node_files) fs::remove(n);
 }
 

@@ -1,6 +1,6 @@
-// `ncclwatch reduce DIR [--host NAME | --all-hosts] [--job ID]`: this node's rank traces in DIR
-// -> one node file (ncclwatch.<host>.<job>.node) that `ncclwatch report DIR` reads instead of
-// them. Run once per node where the traces are (docs/multi-node.md).
+// `ncclwatch reduce DIR [--host NAME | --all-hosts] [--job ID] [--compute-resolution-ns N]`: this
+// node's rank traces in DIR -> one node file (ncclwatch.<host>.<job>.node) that `ncclwatch
+// report DIR` reads instead of them. Run once per node where the traces are (docs/multi-node.md).
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -10,6 +10,7 @@
 #include "command.h"
 #include "model/message.h"
 #include "model/vocabulary.h"
+#include "reduce/digest_codec.h"
 #include "reduce/node_reduce.h"
 
 namespace {
@@ -20,6 +21,7 @@ struct ReduceArgs {
   std::string job;
   bool all_hosts = false;
   unsigned threads = 0;
+  int64_t compute_resolution_ns = 1;
 };
 
 std::string gib(uint64_t bytes) {
@@ -39,6 +41,11 @@ ncclwatch::tools::Command reduce_command{
                     "Every host in DIR, one node file each (traces gathered on one machine)");
       sub->add_option("--job", args->job, "Job id (default: the job with the most ranks)");
       sub->add_option("--threads", args->threads, "Ranks read at once (default: one per core)");
+      sub->add_option("--compute-resolution-ns", args->compute_resolution_ns,
+                      "Round compute kernels' GPU times to this many ns (e.g. 1000): smaller "
+                      "node files, GPU-time figures within about that much a kernel, the same "
+                      "verdicts (default 1: exact, the traces' report byte for byte)")
+          ->check(CLI::Range(int64_t{1}, ncclwatch::reduce::kMaxComputeResolutionNs));
       sub->callback([args, &exit_code] {
         if (args->all_hosts && !args->host.empty()) {
           ncclwatch::tools::say("give --host or --all-hosts, not both");
@@ -50,6 +57,7 @@ ncclwatch::tools::Command reduce_command{
         options.host = args->host.empty() ? ncclwatch::reduce::this_host() : args->host;
         options.all_hosts = args->all_hosts;
         options.threads = args->threads;
+        options.compute_resolution_ns = args->compute_resolution_ns;
         const ncclwatch::reduce::ReduceResult result =
             ncclwatch::reduce::reduce_directory(args->dir, options);
         for (const auto& p : result.problems)

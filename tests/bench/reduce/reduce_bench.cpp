@@ -7,7 +7,11 @@
 //
 //   ncclwatch_reduce_bench --ncclwatch PATH [--ranks R] [--steps S] [--kernels K]
 //                          [--ranks-per-host H] [--kernel-gap-ns G] [--node-by-node]
-//                          [--dir DIR] [--keep]
+//                          [--compute-resolution-ns N] [--dir DIR] [--keep]
+//
+// --compute-resolution-ns N passes the same option to `reduce` (compute times on an N ns grid,
+// lossy): the two reports are then compared by their verdicts (tests/support/report_verdicts.h),
+// and the note must say the times were rounded.
 //
 // --node-by-node is the multi-node flow on one disk that cannot hold the whole job: each host's
 // traces are written, reduced (`reduce DIR --host NAME`) and deleted before the next host's, and
@@ -32,6 +36,7 @@
 #include <nlohmann/json.hpp>
 
 #include "node_note.h"
+#include "report_verdicts.h"
 #include "training_rank_writer.h"
 #include "training_timeline.h"
 
@@ -90,7 +95,8 @@ uint64_t bytes_with(const std::string& dir, const std::string& extension) {
 int usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s --ncclwatch PATH [--ranks R] [--steps S] [--kernels K] "
-               "[--ranks-per-host H] [--kernel-gap-ns G] [--node-by-node] [--dir DIR] [--keep]\n",
+               "[--ranks-per-host H] [--kernel-gap-ns G] [--node-by-node] "
+               "[--compute-resolution-ns N] [--dir DIR] [--keep]\n",
                argv0);
   return 2;
 }
@@ -105,7 +111,7 @@ void sync_dir(const std::string& dir) {
 // --node-by-node: write, reduce and delete one host's traces at a time, then report the node
 // files alone. The exit status.
 int node_by_node(const std::string& exe, const ncclwatch::bench::TrainingJob& job,
-                 const std::string& templ) {
+                 const std::string& templ, const std::vector<std::string>& reduce_args) {
   const ncclwatch::bench::TrainingTimeline timeline(job);
   ncclwatch::bench::TrainingJobFiles all;
   Run reduce;
@@ -121,7 +127,9 @@ int node_by_node(const std::string& exe, const ncclwatch::bench::TrainingJob& jo
     sync_dir(job.dir);
     char host[16];
     std::snprintf(host, sizeof host, "node%03d", h);
-    const Run one = run({exe, "reduce", job.dir, "--host", host}, templ + "/reduce.txt");
+    std::vector<std::string> args = {exe, "reduce", job.dir, "--host", host};
+    args.insert(args.end(), reduce_args.begin(), reduce_args.end());
+    const Run one = run(args, templ + "/reduce.txt");
     reduce.ok = reduce.ok && one.ok;
     reduce.wall_s += one.wall_s;
     reduce.cpu_s += one.cpu_s;
@@ -162,6 +170,7 @@ int main(int argc, char** argv) {
   job.steps = 200;
   job.ranks_per_host = 8;
   bool keep = false, by_node = false;
+  std::vector<std::string> reduce_args;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
@@ -179,6 +188,8 @@ int main(int argc, char** argv) {
       job.ranks_per_host = std::atoi(argv[++i]);
     } else if (a == "--dir" && has_value) {
       base = argv[++i];
+    } else if (a == "--compute-resolution-ns" && has_value) {
+      reduce_args = {"--compute-resolution-ns", argv[++i]};
     } else if (a == "--node-by-node") {
       by_node = true;
     } else if (a == "--keep") {
@@ -201,7 +212,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   try {
     if (by_node) {
-      rc = node_by_node(exe, job, templ);
+      rc = node_by_node(exe, job, templ, reduce_args);
       if (!keep) fs::remove_all(templ);
       return rc;
     }
@@ -209,18 +220,25 @@ int main(int argc, char** argv) {
     sync_dir(job.dir);
     const Run traces =
         run({exe, "report", job.dir, "--json", templ + "/traces.json"}, templ + "/traces.txt");
-    const Run reduce = run({exe, "reduce", job.dir, "--all-hosts"}, templ + "/reduce.txt");
+    std::vector<std::string> args = {exe, "reduce", job.dir, "--all-hosts"};
+    args.insert(args.end(), reduce_args.begin(), reduce_args.end());
+    const Run reduce = run(args, templ + "/reduce.txt");
     const uint64_t node_bytes = bytes_with(job.dir, ".node");
     const Run merged =
         run({exe, "report", job.dir, "--json", templ + "/nodes.json"}, templ + "/nodes.txt");
     namespace ts = ncclwatch::test_support;
+    const nlohmann::json traces_json = ts::without_node_note(
+        nlohmann::json::parse(text_of(templ + "/traces.json"), nullptr, false));
+    const nlohmann::json nodes_json = ts::without_node_note(
+        nlohmann::json::parse(text_of(templ + "/nodes.json"), nullptr, false));
+    const bool exact = reduce_args.empty();
     const bool same_text = ts::without_node_note(text_of(templ + "/traces.txt")) ==
                            ts::without_node_note(text_of(templ + "/nodes.txt"));
-    const bool same_json = ts::without_node_note(nlohmann::json::parse(
-                               text_of(templ + "/traces.json"), nullptr, false)) ==
-                           ts::without_node_note(nlohmann::json::parse(
-                               text_of(templ + "/nodes.json"), nullptr, false));
-    const bool noted = text_of(templ + "/nodes.txt").find(ts::kNodeFileNote) != std::string::npos;
+    const bool same_json = traces_json == nodes_json;
+    const bool same_verdicts = ts::verdicts_of(traces_json) == ts::verdicts_of(nodes_json);
+    const std::string nodes_text = text_of(templ + "/nodes.txt");
+    const bool noted = nodes_text.find(ts::kNodeFileNote) != std::string::npos &&
+                       (exact || nodes_text.find("compute times rounded") != std::string::npos);
     const double records = static_cast<double>(files.records);
     std::printf(
         "%d ranks x %d steps x %d kernels, %lld ns apart (%d per host): %.1f M records, traces "
@@ -231,7 +249,7 @@ int main(int argc, char** argv) {
         "  node files           : %.4f GiB = %.2f %% of the traces\n"
         "  report of node files : %6.2f s wall, %6.2f CPU-s, peak RSS %.3f GiB%s (%.1f x less "
         "CPU than the traces' report)\n"
-        "  the same report but for the note: text %s, JSON %s; note %s\n",
+        "  the same report but for the note: text %s, JSON %s; the same verdicts: %s; note %s\n",
         job.ranks, job.steps, job.kernels_per_step, static_cast<long long>(job.kernel_gap_ns),
         job.ranks_per_host, records / 1e6, static_cast<double>(files.bytes) / kGiB, traces.wall_s,
         traces.cpu_s, traces.peak_rss / kGiB, traces.ok ? "" : " FAILED", reduce.wall_s,
@@ -239,9 +257,16 @@ int main(int argc, char** argv) {
         reduce.ok ? "" : " FAILED", static_cast<double>(node_bytes) / kGiB,
         100.0 * static_cast<double>(node_bytes) / static_cast<double>(files.bytes), merged.wall_s,
         merged.cpu_s, merged.peak_rss / kGiB, merged.ok ? "" : " FAILED",
-        traces.cpu_s / merged.cpu_s, same_text ? "yes" : "NO", same_json ? "yes" : "NO",
-        noted ? "present" : "MISSING");
-    if (!traces.ok || !reduce.ok || !merged.ok || !same_text || !same_json || !noted) rc = 1;
+        traces.cpu_s / merged.cpu_s,
+        same_text ? "yes"
+        : exact   ? "NO"
+                  : "no (rounded)",
+        same_json ? "yes"
+        : exact   ? "NO"
+                  : "no (rounded)",
+        same_verdicts ? "yes" : "NO", noted ? "present" : "MISSING");
+    if (!traces.ok || !reduce.ok || !merged.ok || !same_verdicts || !noted) rc = 1;
+    if (exact && (!same_text || !same_json)) rc = 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     rc = 1;

@@ -172,6 +172,24 @@ TEST(NodeFile, AWriterThatDoesNotFinishLeavesNothing) {
   EXPECT_TRUE(fs::is_empty(d.path));
 }
 
+// A section is a zstd frame that says its size; a frame that lies about it, or would expand
+// past what a section can hold from its bytes, is refused before anything is allocated.
+TEST(NodeFile, ASectionThatIsNotAnHonestFrameIsRefused) {
+  const std::string raw = encode_rank(rank_of(0), "");
+  const std::string packed = compress_section(raw);
+  EXPECT_LT(packed.size(), raw.size());
+  std::string back, error;
+  ASSERT_TRUE(expand_section(packed, back, error)) << error;
+  EXPECT_EQ(back, raw);
+  EXPECT_FALSE(expand_section(raw, back, error));  // not a frame
+  EXPECT_FALSE(expand_section(packed.substr(0, packed.size() - 1), back, error)) << "cut";
+  // Ten million zero bytes compress to a few hundred: past kMaxExpansion, refused unread.
+  const std::string bomb = compress_section(std::string(10'000'000, '\0'));
+  EXPECT_GT(uint64_t{10'000'000} / bomb.size(), kMaxExpansion);
+  EXPECT_FALSE(expand_section(bomb, back, error));
+  EXPECT_NE(error.find("would expand"), std::string::npos) << error;
+}
+
 TEST(NodeFile, NamesAreSanitized) {
   EXPECT_EQ(node_file_name("a/b", "../x"), "ncclwatch.a_b..._x.node");
   EXPECT_FALSE(is_node_file_name("ncclwatch.node"));

@@ -3,14 +3,19 @@
 // not a whole rank are refused, never read past.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 
 #include "analysis/analyze.h"
 #include "analysis/rank_digest.h"
 #include "reduce/byte_codec.h"
+#include "reduce/call_codec.h"
 #include "reduce/rank_codec.h"
+#include "report_verdicts.h"
 #include "scenario_matrix.h"
 
 namespace ncclwatch::reduce {
@@ -26,11 +31,13 @@ model::JobTrace digested(const model::JobTrace& job) {
 }
 
 // Every rank through the codec (problems and identity too), as a node file carries it.
-model::JobTrace through_codec(const model::JobTrace& job, std::size_t& bytes) {
+model::JobTrace through_codec(const model::JobTrace& job, std::size_t& bytes,
+                              int64_t compute_resolution_ns = 1) {
   model::JobTrace out = job;
   for (model::RankTrace& r : out.ranks) {
     NodeRank node;
     node.rank = r;
+    node.compute_resolution_ns = compute_resolution_ns;
     node.trace = {{"ncclwatch.h.1.trace", "ncclwatch.h.1.1.trace"}, 1, -5, 7, 123};
     node.problems = {{"/d/ncclwatch.h.1.trace", "truncated"}, {"elsewhere", "x"}};
     const std::string encoded = encode_rank(node, "/d");
@@ -46,6 +53,7 @@ model::JobTrace through_codec(const model::JobTrace& job, std::size_t& bytes) {
     }
     EXPECT_EQ(back.rank.info.source, r.info.source);
     EXPECT_EQ(back.rank.calls.size(), r.calls.size());
+    EXPECT_EQ(back.compute_resolution_ns, r.digest ? compute_resolution_ns : 1);
     r = std::move(back.rank);
   }
   return out;
@@ -73,6 +81,77 @@ TEST(RankCodec, DecodedRanksGiveTheSameReportOnTheVerdictMatrix) {
     }
   }
   EXPECT_EQ(jobs, 64);
+}
+
+// The report's verdicts (report_verdicts.h) with its findings, which analyze() keeps apart.
+std::string verdicts(const model::Report& r) {
+  std::vector<std::pair<int, std::string>> findings;
+  for (const model::Finding& f : r.findings)
+    findings.emplace_back(static_cast<int>(f.severity), f.source);
+  std::sort(findings.begin(), findings.end());
+  return test_support::verdicts_of(r.json) + nlohmann::json(findings).dump();
+}
+
+// Compute spans on a 1 µs grid (reduce --compute-resolution-ns 1000) move the report's GPU-time
+// figures by at most about that much a kernel, never a verdict, on every job of the matrix; each
+// rank's compute time stays within half a microsecond a span edge.
+TEST(RankCodec, ComputeTimesOnAGridKeepEveryVerdictOfTheMatrix) {
+  constexpr int64_t kGrid = 1000;
+  int jobs = 0, moved = 0;
+  for (Kind kind : analysis::testing::kAllKinds) {
+    for (Noise noise : {Noise::kNone, Noise::kJitter, Noise::kGc, Noise::kContention}) {
+      const analysis::testing::SimJob sim = analysis::testing::matrix_job(kind, noise, false, 3);
+      const model::JobTrace lean = digested(sim.job);
+      std::size_t exact_bytes = 0, grid_bytes = 0;
+      through_codec(lean, exact_bytes);
+      const model::JobTrace decoded = through_codec(lean, grid_bytes, kGrid);
+      EXPECT_LT(grid_bytes, exact_bytes);
+      for (std::size_t i = 0; i < lean.ranks.size(); ++i) {
+        const analysis::IntervalSet a = lean.ranks[i].digest->activity.compute.unpack();
+        const analysis::IntervalSet b = decoded.ranks[i].digest->activity.compute.unpack();
+        EXPECT_LE(std::abs(a.length() - b.length()), static_cast<int64_t>(a.size()) * kGrid);
+        for (const analysis::Interval& span : b.spans()) {
+          EXPECT_EQ(span.begin % kGrid, 0);
+          EXPECT_EQ(span.end % kGrid, 0);
+        }
+      }
+      model::Report a, b;
+      analysis::analyze(lean, sim.match, sim.clocks, a);
+      analysis::analyze(decoded, sim.match, sim.clocks, b, 2);
+      EXPECT_EQ(verdicts(a), verdicts(b))
+          << analysis::testing::to_string(kind) << " " << analysis::testing::to_string(noise);
+      moved += analysis::testing::everything(a) != analysis::testing::everything(b);
+      ++jobs;
+    }
+  }
+  EXPECT_EQ(jobs, 32);
+  EXPECT_GT(moved, 0) << "the grid changed no figure: the test does not test it";
+}
+
+// Times already on the grid come back exactly; a span shorter than half a step is gone, spans
+// whose gap closes are one, and times before 0 round the same way as after.
+TEST(RankCodec, SpansOnAGridRoundToTheNearestPoint) {
+  NodeRank node;
+  auto digest = std::make_shared<analysis::RankDigest>();
+  analysis::RankActivity activity;
+  activity.compute = analysis::IntervalSet::from_sorted(
+      {{-2600, -1400}, {0, 3000}, {5000, 5400}, {7000, 7600}, {8400, 9000}, {12000, 14000}});
+  digest->activity = analysis::PackedActivity::pack(activity);
+  node.rank.digest = digest;
+  node.compute_resolution_ns = 1000;
+  NodeRank back;
+  std::string error;
+  ASSERT_TRUE(decode_rank(encode_rank(node, ""), "", back, error)) << error;
+  ASSERT_TRUE(back.rank.digest);
+  EXPECT_EQ(back.compute_resolution_ns, 1000);
+  const analysis::IntervalSet got = back.rank.digest->activity.compute.unpack();
+  const std::vector<analysis::Interval> want = {
+      {-3000, -1000}, {0, 3000}, {7000, 9000}, {12000, 14000}};
+  ASSERT_EQ(got.spans().size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got.spans()[i].begin, want[i].begin) << i;
+    EXPECT_EQ(got.spans()[i].end, want[i].end) << i;
+  }
 }
 
 TEST(RankCodec, EveryFieldOfACallSurvives) {
@@ -130,6 +209,74 @@ TEST(RankCodec, EveryFieldOfACallSurvives) {
     EXPECT_EQ(x.gpu_start_ns, y.gpu_start_ns);
     EXPECT_EQ(x.gpu_end_ns, y.gpu_end_ns);
   }
+}
+
+// Group ids and kernel indices are steps from the last one there was: none in between, a step
+// back, and a first group far from 0.
+TEST(RankCodec, GroupsAndKernelsAroundNoneSurvive) {
+  NodeRank node;
+  const std::vector<std::pair<uint32_t, int32_t>> ids = {
+      {UINT32_MAX, 5}, {0, -1}, {3, 2}, {3, INT32_MAX}, {0, -1}, {1, 0}, {UINT32_MAX, 0}};
+  int64_t t = 100;
+  for (const auto& [group, kernel] : ids) {
+    model::CallEvent c;
+    c.enter_ns = c.exit_ns = t += 10;
+    c.group_id = group;
+    c.kernel = kernel;
+    node.rank.calls.push_back(c);
+  }
+  NodeRank back;
+  std::string error;
+  ASSERT_TRUE(decode_rank(encode_rank(node, ""), "", back, error)) << error;
+  ASSERT_EQ(back.rank.calls.size(), ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    EXPECT_EQ(back.rank.calls[i].group_id, ids[i].first) << i;
+    EXPECT_EQ(back.rank.calls[i].kernel, ids[i].second) << i;
+  }
+}
+
+// A step's calls repeat in every step but for their times: each is written once, then named
+// by its index. Calls that never repeat (a new count each) past the most shapes remembered are
+// still written whole, field for field.
+TEST(RankCodec, RepeatedCallsAreWrittenAsTheirShape) {
+  auto job = [](std::size_t calls, bool repeat) {
+    NodeRank node;
+    for (std::size_t i = 0; i < calls; ++i) {
+      model::CallEvent c;
+      c.enter_ns = static_cast<int64_t>(i) * 1'000'003;
+      c.exit_ns = c.enter_ns + 20'000 + static_cast<int64_t>(i % 7);
+      c.comm_id = 0x1234567890abcdefULL + i % 2;
+      c.seq = i / 2;
+      c.count = repeat ? 1000 * (i % 8 / 2 + 1) : i;
+      c.stream = 42;
+      c.kernel = static_cast<int32_t>(i * 41);
+      c.func = format::Func::kAllReduce;
+      c.gpu_start_ns = c.enter_ns + 30'000;
+      c.gpu_end_ns = c.gpu_start_ns + 900'000 + static_cast<int64_t>(i % 13);
+      node.rank.calls.push_back(c);
+    }
+    return node;
+  };
+  auto round_trip = [](const NodeRank& node) {
+    const std::string bytes = encode_rank(node, "");
+    NodeRank back;
+    std::string error;
+    EXPECT_TRUE(decode_rank(bytes, "", back, error)) << error;
+    EXPECT_EQ(back.rank.calls.size(), node.rank.calls.size());
+    for (std::size_t i = 0; i < node.rank.calls.size() && i < back.rank.calls.size(); ++i) {
+      const model::CallEvent &x = node.rank.calls[i], &y = back.rank.calls[i];
+      if (std::memcmp(&x, &y, sizeof x) != 0) {
+        ADD_FAILURE() << "call " << i << " differs";
+        break;
+      }
+    }
+    return bytes.size();
+  };
+  const std::size_t repeated = round_trip(job(10'000, true));
+  // Four times of 3-4 bytes each here, and one byte for the shape.
+  EXPECT_LT(repeated, 10'000u * 15) << "a repeated call takes its times and an index";
+  const std::size_t whole = round_trip(job(kMaxCallShapes + 1000, false));
+  EXPECT_GT(whole, (kMaxCallShapes + 1000) * 20) << "every call a new shape";
 }
 
 TEST(RankCodec, EveryFieldOfAStepSummarySurvives) {
