@@ -34,7 +34,7 @@ uint64_t section_checksum(const std::string& bytes) {
 
 std::string compress_section(const std::string& raw) {
   std::string out(ZSTD_compressBound(raw.size()), '\0');
-  const std::size_t n = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), 1);
+  const std::size_t n = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), 2);
   // Cannot fail with a buffer of the bound's size; should it, the section is refused on reading.
   out.resize(ZSTD_isError(n) ? 0 : n);
   return out;

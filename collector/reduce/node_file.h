@@ -6,7 +6,8 @@
 // Layout (little-endian):
 //   NodeFileHeader (256 bytes, versioned)
 //   per rank: SectionHeader {kRankSection, bytes, CRC-32 of the bytes} + the rank's bytes as one
-//     zstd frame (level 1: ~2x smaller, ~400 MB/s a core; the frame says its size)
+//     zstd frame (level 2: ~2x smaller at ~330 MB/s a core, 10 % smaller than level 1 for 8 %
+//     more time; the frame says its size)
 //   SectionHeader {kEndSection, 0, ranks}: the file is whole
 // A file is written under a temporary name and renamed when whole, so a reader never sees one
 // being written; a cut or damaged file still gives every rank before the damage (each section

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -105,6 +106,18 @@ std::string this_host() {
     host = ::gethostname(buf, sizeof buf - 1) == 0 && buf[0] != '\0' ? buf : "unknown-host";
   }
   return format::sanitize_name(host);
+}
+
+bool job_spans_hosts(const std::string& dir, const std::string& job, const std::string& host) {
+  trace::JobLoadOptions load;
+  load.job = job;
+  const trace::JobIndex index = trace::index_job(dir, load);
+  int64_t here = 0, elsewhere = 0, world = 0;
+  for (const trace::TraceFileEntry& e : index.files) {
+    (host_of(e) == host ? here : elsewhere) += 1;
+    world = std::max<int64_t>(world, e.header.process.world_size);
+  }
+  return here > 0 && (elsewhere > 0 || world > here);
 }
 
 ReduceResult reduce_directory(const std::string& dir, const ReduceOptions& options) {

@@ -44,6 +44,12 @@ struct ReduceResult {
 
 ReduceResult reduce_directory(const std::string& dir, const ReduceOptions& options);
 
+// Whether job `job`'s ranks ("": the job with the most ranks) are not all on `host`, which has
+// some of them in `dir`: traces of another host are there (a shared directory), or a rank's
+// launcher gave a world larger than the host's ranks (each node writes a directory of its own).
+// Reads the traces' headers only. `ncclwatch run` reduces its node's ranks when so.
+bool job_spans_hosts(const std::string& dir, const std::string& job, const std::string& host);
+
 // The host name the shim records for this machine: NCCLWATCH_HOST if set (read at start, before
 // any thread), else gethostname.
 std::string this_host();

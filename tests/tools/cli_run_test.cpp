@@ -199,4 +199,38 @@ TEST_F(CliRun, NcclWarningsAreEchoedAfterTheJob) {
   EXPECT_TRUE(has(own.out, "] init.cc:1404 NCCL WARN NET/IB")) << own.out;  // the job's own line
 }
 
+// A job over two hosts sharing the trace directory: `run` on node-a reduces node-a's ranks to its
+// node file, says so, and its report reads them from it (the other host's from its trace). With
+// --no-reduce, or for a job on one host, no node file is written (docs/multi-node.md).
+TEST_F(CliRun, ANodeOfAMultiNodeJobReducesItsOwnRanks) {
+  const auto job_on = [&](const std::string& dir, const std::string& options, bool two_hosts) {
+    return shell("NCCLWATCH_HOST=node-a timeout -k 5 120 " + std::string(NCCLWATCH_CLI) +
+                 " run --no-progress --job two --dir " + (root_ / dir).string() + " " + options +
+                 " -- " + FAKE_LAUNCHER + " --nproc 2 " +
+                 (two_hosts ? "--env-rank 1 NCCLWATCH_HOST=node-b " : "") + "-- " + FAKE_RANK +
+                 " --steps 20 --colls 1");
+  };
+  const auto node_files = [&](const std::string& dir) {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(root_ / dir))
+      if (e.path().extension() == ".node") names.push_back(e.path().filename().string());
+    return names;
+  };
+  Result r = job_on("spans", "", true);
+  EXPECT_EQ(r.rc, findings_status(r.out)) << r.out << r.err;
+  EXPECT_EQ(node_files("spans"), std::vector<std::string>{"ncclwatch.node-a.two.node"});
+  EXPECT_TRUE(has(r.err, "ncclwatch: node-a: 1 rank(s) reduced to ")) << r.err;
+  EXPECT_TRUE(has(r.out, "1 of 2 rank(s) read from node files")) << r.out;
+  expect_prefixed(r.err);
+
+  Result off = job_on("off", "--no-reduce", true);
+  EXPECT_EQ(off.rc, findings_status(off.out)) << off.out << off.err;
+  EXPECT_TRUE(node_files("off").empty());
+  EXPECT_FALSE(has(off.err, "reduced to")) << off.err;
+
+  Result one = job_on("one", "", false);
+  EXPECT_EQ(one.rc, findings_status(one.out)) << one.out << one.err;
+  EXPECT_TRUE(node_files("one").empty()) << one.err;
+}
+
 }  // namespace

@@ -1,9 +1,11 @@
 // `ncclwatch run [--dir DIR] [--mode full|lite|host] [--job ID] [--json FILE] [--html FILE]
-// [--trace FILE [--steps A:B]] [--strict] -- CMD ARGS...`: runs CMD (torchrun, mpirun, srun, a
-// plain program) with libncclwatch.so preloaded, forwards SIGINT/SIGTERM, salvages what dead ranks
-// left in shared memory and prints the report. Same report as `LD_PRELOAD=libncclwatch.so CMD;
-// ncclwatch report DIR`. Exit status (README): CMD's when it failed, else 1 when the report or a
-// requested output could not be produced, else 3 with --strict and a warning, else 0.
+// [--trace FILE [--steps A:B]] [--strict] [--no-reduce] -- CMD ARGS...`: runs CMD (torchrun,
+// mpirun, srun, a plain program) with libncclwatch.so preloaded, forwards SIGINT/SIGTERM, salvages
+// what dead ranks left in shared memory, reduces this node's ranks to its node file when the job
+// spans nodes (as `ncclwatch reduce` does), and prints the report. Same report as
+// `LD_PRELOAD=libncclwatch.so CMD; ncclwatch report DIR`. Exit status (README): CMD's when it
+// failed, else 1 when the report or a requested output could not be produced, else 3 with
+// --strict and a warning, else 0.
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -32,6 +34,7 @@
 #include "ncclwatch/names.h"
 #include "ncclwatch/settings_table.h"
 #include "pipeline/report_job.h"
+#include "reduce/node_reduce.h"
 #include "steps_option.h"
 #include "topology/nccl_warning_report.h"
 
@@ -54,6 +57,7 @@ struct RunArgs {
   std::string dir, mode, job, json, lib, trace, steps, html;
   bool strict = false;
   bool progress = true;
+  bool reduce = true;
   std::vector<std::string> command;
 };
 
@@ -283,6 +287,32 @@ int run_status(int rc, ncclwatch::pipeline::ReportStatus report, bool strict) {
   return ncclwatch::tools::kExitOk;
 }
 
+// A job of several nodes: this node's ranks reduced to its node file where their traces are
+// (docs/multi-node.md), so that the report made on one machine once every node has finished
+// reads node files instead of every trace. A job on one node is left alone. A failure is said in
+// one line and the run goes on: the traces are still there.
+void reduce_this_node(const RunArgs& args) {
+  const std::string host = ncclwatch::reduce::this_host();
+  if (!ncclwatch::reduce::job_spans_hosts(args.dir, args.job, host)) return;
+  ncclwatch::reduce::ReduceOptions options;
+  options.job = args.job;
+  options.host = host;
+  const ncclwatch::reduce::ReduceResult result =
+      ncclwatch::reduce::reduce_directory(args.dir, options);
+  if (!result.error.empty()) {
+    say("this node's ranks not reduced: {}", result.error);
+    return;
+  }
+  for (const ncclwatch::reduce::ReducedNode& node : result.nodes) {
+    if (node.path.empty()) continue;
+    say("{}: {} rank(s) reduced to {} ({:.2f} % of their traces) for the job's report", node.host,
+        node.ranks, node.path,
+        node.trace_bytes ? 100.0 * static_cast<double>(node.node_bytes) /
+                               static_cast<double>(node.trace_bytes)
+                         : 0.0);
+  }
+}
+
 int run(RunArgs& args) {
   bool dir_existed = false;
   if (const auto refused = prepare(args, dir_existed)) return *refused;
@@ -312,6 +342,7 @@ int run(RunArgs& args) {
     return nothing_recorded(args, dir_existed, rc,
                             "the job made no NCCL call (CPU-only, or the gloo backend?)");
   }
+  if (args.reduce) reduce_this_node(args);
   say("traces in {}", args.dir);
   ncclwatch::pipeline::ReportRequest req;
   req.dir = args.dir;
@@ -338,6 +369,9 @@ ncclwatch::tools::Command run_command{
       sub->add_flag("--strict", args->strict,
                     "Exit 3 when CMD succeeded but the report has a warning (for CI jobs)");
       sub->add_flag("!--no-progress", args->progress, "No progress lines on stderr");
+      sub->add_flag("!--no-reduce", args->reduce,
+                    "When the job spans nodes, do not reduce this node's ranks to a node file "
+                    "(default: reduced, as `ncclwatch reduce` does)");
       sub->add_option("--html", args->html,
                       "Also write a self-contained HTML report with plots (opens offline)");
       CLI::Option* trace =

@@ -186,5 +186,30 @@ TEST(NodeMerge, APlantedSymlinkIsNotFollowed) {
   EXPECT_NE(merged.find("skipped: a symbolic link (not followed)"), std::string::npos) << merged;
 }
 
+// `ncclwatch run` reduces its node's ranks only when the job is not all on its node: another
+// host's traces beside them, or a world larger than its ranks (a directory per node); never for
+// a host with no rank there.
+TEST(NodeReduce, AJobSpansHostsByItsTracesOrItsWorld) {
+  tt::TempDir shared;
+  write_job(shared.path());
+  EXPECT_TRUE(job_spans_hosts(shared.path(), "job", "node-a"));
+  EXPECT_TRUE(job_spans_hosts(shared.path(), "", "node-b"));
+  EXPECT_FALSE(job_spans_hosts(shared.path(), "job", "node-c"));
+  EXPECT_FALSE(job_spans_hosts(shared.path(), "other-job", "node-a"));
+
+  tt::TempDir own;  // node-a's directory alone: its two ranks of a world of 4
+  for (int r = 0; r < 2; ++r)
+    tt::write_rank(own.path(), "job", "node-a", 100 + r, r, 4, rank_records(r, false));
+  EXPECT_TRUE(job_spans_hosts(own.path(), "job", "node-a"));
+
+  tt::TempDir alone;  // the whole world on one host, or a world no launcher told
+  for (int r = 0; r < 2; ++r) {
+    tt::write_rank(alone.path(), "job", "node-a", 100 + r, r, 2, rank_records(r, false));
+    tt::write_rank(alone.path(), "unknown", "node-a", 200 + r, r, -1, rank_records(r, false));
+  }
+  EXPECT_FALSE(job_spans_hosts(alone.path(), "job", "node-a"));
+  EXPECT_FALSE(job_spans_hosts(alone.path(), "unknown", "node-a"));
+}
+
 }  // namespace
 }  // namespace ncclwatch::reduce
