@@ -307,9 +307,9 @@ void reduce_this_node(const RunArgs& args) {
     if (node.path.empty()) continue;
     say("{}: {} rank(s) reduced to {} ({:.2f} % of their traces) for the job's report", node.host,
         node.ranks, node.path,
-        node.trace_bytes ? 100.0 * static_cast<double>(node.node_bytes) /
-                               static_cast<double>(node.trace_bytes)
-                         : 0.0);
+        node.trace_bytes
+            ? 100.0 * static_cast<double>(node.node_bytes) / static_cast<double>(node.trace_bytes)
+            : 0.0);
   }
 }
 
