@@ -90,5 +90,5 @@ echo "== Fuzzers (Clang, libFuzzer, ${NCCLWATCH_FUZZ_TIME:=60} s each)"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DNCCLWATCH_FUZZ=ON -DNCCLWATCH_BENCHMARKS=OFF -DNCCLWATCH_FUZZ_TIME="$NCCLWATCH_FUZZ_TIME" \
   "${compressed_debug[@]}" >/dev/null
-cmake --build build-fuzz -j "$jobs" --target fuzz_nccl_log fuzz_nccl_xml trace_reader_fuzz
+cmake --build build-fuzz -j "$jobs" --target fuzz_nccl_log fuzz_nccl_xml trace_reader_fuzz node_rank_fuzz
 (cd build-fuzz && ctest --output-on-failure -j "$jobs" -L fuzz)

@@ -207,7 +207,7 @@ uint32_t read_u32(ByteReader& r) {
 }
 
 void read_steps(ByteReader& r, std::vector<format::StepRecord>& steps) {
-  steps.resize(r.count(15));
+  steps.resize(r.count(14));  // 4 bytes and 10 varints at the least
   int64_t prev_start = 0, prev_step = 0;
   for (format::StepRecord& s : steps) {
     s.prefix.kind = static_cast<format::RecordKind>(r.u8());
@@ -301,7 +301,7 @@ void read_small_records(ByteReader& r, model::RankTrace& t) {
   for (model::HookedCall& h : t.never_returned) h = read_hooked(r);
   t.last_returned = read_hooked(r);
   read_steps(r, t.steps);
-  t.windows.resize(r.count(11));
+  t.windows.resize(r.count(10));  // 10 fields of a byte at the least
   for (model::WindowMark& m : t.windows) {
     m.id = r.varint();
     m.trigger = read_enum(r, format::WindowTrigger::kCount, "window trigger");

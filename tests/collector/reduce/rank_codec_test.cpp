@@ -310,6 +310,22 @@ TEST(RankCodec, EveryFieldOfAStepSummarySurvives) {
 
 // A time difference that would carry a time past 64 bits is damage: refused, not wrapped (the
 // UBSan build runs this too).
+// The least bytes a step summary or a window takes (all fields 0) are what the reader counts on
+// before allocating: a thousand of each are read, not refused as more than the bytes can hold
+// (found by tests/fuzz/reduce: the reader counted 15 and 11).
+TEST(RankCodec, TheSmallestStepsAndWindowsAreRead) {
+  for (bool steps : {true, false}) {
+    NodeRank node;
+    if (steps) node.rank.steps.assign(1000, format::StepRecord{});
+    if (!steps) node.rank.windows.assign(1000, model::WindowMark{});
+    NodeRank back;
+    std::string error;
+    ASSERT_TRUE(decode_rank(encode_rank(node, ""), "", back, error)) << steps << " " << error;
+    EXPECT_EQ(back.rank.steps.size(), steps ? 1000u : 0u);
+    EXPECT_EQ(back.rank.windows.size(), steps ? 0u : 1000u);
+  }
+}
+
 TEST(RankCodec, ATimePastSixtyFourBitsIsRefused) {
   NodeRank node;
   model::CallEvent c;
