@@ -108,16 +108,26 @@ std::string this_host() {
   return format::sanitize_name(host);
 }
 
-bool job_spans_hosts(const std::string& dir, const std::string& job, const std::string& host) {
+HostInJob host_in_job(const std::string& dir, const std::string& job, const std::string& host) {
   trace::JobLoadOptions load;
   load.job = job;
   const trace::JobIndex index = trace::index_job(dir, load);
-  int64_t here = 0, elsewhere = 0, world = 0;
+  HostInJob out;
+  int64_t elsewhere = 0, world = 0;
   for (const trace::TraceFileEntry& e : index.files) {
-    (host_of(e) == host ? here : elsewhere) += 1;
     world = std::max<int64_t>(world, e.header.process.world_size);
+    if (host_of(e) != host) {
+      ++elsewhere;
+      continue;
+    }
+    ++out.ranks;
+    // A part's header says open while its process writes it (or until it is salvaged).
+    if (e.header.state != format::kTraceStateClosed &&
+        e.header.state != format::kTraceStateSalvaged)
+      ++out.running;
   }
-  return here > 0 && (elsewhere > 0 || world > here);
+  out.spans_hosts = out.ranks > 0 && (elsewhere > 0 || world > static_cast<int64_t>(out.ranks));
+  return out;
 }
 
 ReduceResult reduce_directory(const std::string& dir, const ReduceOptions& options) {

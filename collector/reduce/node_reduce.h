@@ -44,11 +44,18 @@ struct ReduceResult {
 
 ReduceResult reduce_directory(const std::string& dir, const ReduceOptions& options);
 
-// Whether job `job`'s ranks ("": the job with the most ranks) are not all on `host`, which has
-// some of them in `dir`: traces of another host are there (a shared directory), or a rank's
-// launcher gave a world larger than the host's ranks (each node writes a directory of its own).
-// Reads the traces' headers only. `ncclwatch run` reduces its node's ranks when so.
-bool job_spans_hosts(const std::string& dir, const std::string& job, const std::string& host);
+// Job `job`'s ranks ("": the job with the most ranks) in `dir` as `host` sees them, from the
+// traces' headers alone. `ncclwatch run` reduces its node's ranks when the job spans hosts and
+// none of the node's ranks is still running (one `ncclwatch run` per rank: the last one does it).
+struct HostInJob {
+  std::size_t ranks = 0;    // traces of `host`
+  std::size_t running = 0;  // of them, still being written (state open)
+  // Not all of the job is on `host`, which has some of it: traces of another host are there (a
+  // shared directory), or a rank's launcher gave a world larger than the host's ranks (each node
+  // writes a directory of its own).
+  bool spans_hosts = false;
+};
+HostInJob host_in_job(const std::string& dir, const std::string& job, const std::string& host);
 
 // The host name the shim records for this machine: NCCLWATCH_HOST if set (read at start, before
 // any thread), else gethostname.

@@ -289,11 +289,20 @@ int run_status(int rc, ncclwatch::pipeline::ReportStatus report, bool strict) {
 
 // A job of several nodes: this node's ranks reduced to its node file where their traces are
 // (docs/multi-node.md), so that the report made on one machine once every node has finished
-// reads node files instead of every trace. A job on one node is left alone. A failure is said in
-// one line and the run goes on: the traces are still there.
+// reads node files instead of every trace. A job on one node is left alone, and so is a node
+// whose ranks are not all done (one `ncclwatch run` per rank: the last one to end reduces). A
+// failure is said in one line and the run goes on: the traces are still there.
 void reduce_this_node(const RunArgs& args) {
   const std::string host = ncclwatch::reduce::this_host();
-  if (!ncclwatch::reduce::job_spans_hosts(args.dir, args.job, host)) return;
+  const ncclwatch::reduce::HostInJob here =
+      ncclwatch::reduce::host_in_job(args.dir, args.job, host);
+  if (!here.spans_hosts) return;
+  if (here.running > 0) {
+    say("{}: {} of its {} rank(s) still running: not reduced (the last `ncclwatch run` on this "
+        "node, or `ncclwatch reduce {}`, does it)",
+        host, here.running, here.ranks, args.dir);
+    return;
+  }
   ncclwatch::reduce::ReduceOptions options;
   options.job = args.job;
   options.host = host;

@@ -188,27 +188,36 @@ TEST(NodeMerge, APlantedSymlinkIsNotFollowed) {
 
 // `ncclwatch run` reduces its node's ranks only when the job is not all on its node: another
 // host's traces beside them, or a world larger than its ranks (a directory per node); never for
-// a host with no rank there.
-TEST(NodeReduce, AJobSpansHostsByItsTracesOrItsWorld) {
+// a host with no rank there; and it counts the node's ranks still running.
+TEST(NodeReduce, AHostInAJobSeesOtherHostsAndItsRunningRanks) {
+  const auto spans = [](const std::string& dir, const std::string& job, const std::string& host) {
+    return host_in_job(dir, job, host).spans_hosts;
+  };
   tt::TempDir shared;
   write_job(shared.path());
-  EXPECT_TRUE(job_spans_hosts(shared.path(), "job", "node-a"));
-  EXPECT_TRUE(job_spans_hosts(shared.path(), "", "node-b"));
-  EXPECT_FALSE(job_spans_hosts(shared.path(), "job", "node-c"));
-  EXPECT_FALSE(job_spans_hosts(shared.path(), "other-job", "node-a"));
+  EXPECT_TRUE(spans(shared.path(), "job", "node-a"));
+  EXPECT_TRUE(spans(shared.path(), "", "node-b"));
+  EXPECT_FALSE(spans(shared.path(), "job", "node-c"));
+  EXPECT_FALSE(spans(shared.path(), "other-job", "node-a"));
+  EXPECT_EQ(host_in_job(shared.path(), "job", "node-a").ranks, 2u);
+  EXPECT_EQ(host_in_job(shared.path(), "job", "node-a").running, 0u);
 
-  tt::TempDir own;  // node-a's directory alone: its two ranks of a world of 4
-  for (int r = 0; r < 2; ++r)
-    tt::write_rank(own.path(), "job", "node-a", 100 + r, r, 4, rank_records(r, false));
-  EXPECT_TRUE(job_spans_hosts(own.path(), "job", "node-a"));
+  tt::TempDir own;  // node-a's directory alone: its two ranks of a world of 4, one still running
+  tt::write_rank(own.path(), "job", "node-a", 100, 0, 4, rank_records(0, false));
+  tt::write_trace(
+      own.path() + "/ncclwatch.node-a.101.trace",
+      tt::make_header(tt::make_process("job", "node-a", 101, 1, 4), format::kTraceStateOpen, 0),
+      rank_records(1, false));
+  EXPECT_TRUE(spans(own.path(), "job", "node-a"));
+  EXPECT_EQ(host_in_job(own.path(), "job", "node-a").running, 1u);
 
   tt::TempDir alone;  // the whole world on one host, or a world no launcher told
   for (int r = 0; r < 2; ++r) {
     tt::write_rank(alone.path(), "job", "node-a", 100 + r, r, 2, rank_records(r, false));
     tt::write_rank(alone.path(), "unknown", "node-a", 200 + r, r, -1, rank_records(r, false));
   }
-  EXPECT_FALSE(job_spans_hosts(alone.path(), "job", "node-a"));
-  EXPECT_FALSE(job_spans_hosts(alone.path(), "unknown", "node-a"));
+  EXPECT_FALSE(spans(alone.path(), "job", "node-a"));
+  EXPECT_FALSE(spans(alone.path(), "unknown", "node-a"));
 }
 
 }  // namespace
