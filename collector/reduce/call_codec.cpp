@@ -227,13 +227,18 @@ void write_calls(ByteWriter& w, const std::vector<model::CallEvent>& calls) {
       write_shape(w, s, c, new_comm, new_stream);
       if (shapes.size() < kMaxCallShapes) shapes.emplace(s, static_cast<uint32_t>(shapes.size()));
     }
+  }
+  // The times as columns (see the header): entries, then durations, then GPU starts and ends.
+  for (const model::CallEvent& c : calls) {
     w.svarint(c.enter_ns - prev_enter);
-    w.svarint(c.exit_ns - c.enter_ns);
-    if (s.gpu) {
-      w.svarint(c.gpu_start_ns - c.enter_ns);
-      w.svarint(c.gpu_end_ns - c.gpu_start_ns);
-    }
     prev_enter = c.enter_ns;
+  }
+  for (const model::CallEvent& c : calls) w.svarint(c.exit_ns - c.enter_ns);
+  for (const model::CallEvent& c : calls) {
+    if (c.gpu_start_ns != 0 || c.gpu_end_ns != 0) w.svarint(c.gpu_start_ns - c.enter_ns);
+  }
+  for (const model::CallEvent& c : calls) {
+    if (c.gpu_start_ns != 0 || c.gpu_end_ns != 0) w.svarint(c.gpu_end_ns - c.gpu_start_ns);
   }
 }
 
@@ -241,8 +246,8 @@ void read_calls(ByteReader& r, std::vector<model::CallEvent>& calls) {
   Counters k;
   std::vector<CallShape> shapes;
   calls.resize(r.count(3));
-  int64_t prev_enter = 0;
-  for (model::CallEvent& c : calls) {
+  std::vector<uint8_t> gpu(calls.size());
+  for (std::size_t i = 0; i < calls.size(); ++i) {
     const uint64_t index = r.varint();
     CallShape fresh;
     const CallShape* s = nullptr;
@@ -256,7 +261,11 @@ void read_calls(ByteReader& r, std::vector<model::CallEvent>& calls) {
       r.fail("a call of a shape not seen before");
       return;
     }
-    if (!apply_shape(r, *s, k, c)) return;
+    if (!apply_shape(r, *s, k, calls[i])) return;
+    gpu[i] = s->gpu ? 1 : 0;
+  }
+  int64_t prev_enter = 0;
+  for (model::CallEvent& c : calls) {
     const int64_t step = r.svarint();
     if (step < 0) {
       r.fail("calls out of order (the analyses take them by entry time)");
@@ -266,16 +275,14 @@ void read_calls(ByteReader& r, std::vector<model::CallEvent>& calls) {
       r.fail("a time past the range of 64 bits");
       return;
     }
-    c.exit_ns = r.svarint_after(c.enter_ns);
-    if (s->gpu) {
-      c.gpu_start_ns = r.svarint_after(c.enter_ns);
-      c.gpu_end_ns = r.svarint_after(c.gpu_start_ns);
-    } else {
-      c.gpu_start_ns = c.gpu_end_ns = 0;
-    }
     prev_enter = c.enter_ns;
     if (!r.ok()) return;
   }
+  for (model::CallEvent& c : calls) c.exit_ns = r.svarint_after(c.enter_ns);
+  for (std::size_t i = 0; i < calls.size(); ++i)
+    calls[i].gpu_start_ns = gpu[i] ? r.svarint_after(calls[i].enter_ns) : 0;
+  for (std::size_t i = 0; i < calls.size(); ++i)
+    calls[i].gpu_end_ns = gpu[i] ? r.svarint_after(calls[i].gpu_start_ns) : 0;
 }
 
 }  // namespace ncclwatch::reduce
