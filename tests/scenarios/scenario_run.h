@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -46,9 +47,16 @@ inline const std::string& scenario_root() {
       std::string templ = ::testing::TempDir() + "scenario.XXXXXX";
       if (mkdtemp(templ.data()) != nullptr) path = templ;
     }
+    // Kept when a test failed, and named on stderr: the traces, node files and reports of the
+    // failing run are the evidence (a failure under load may not come back).
     ~Root() {
+      if (path.empty()) return;
+      if (::testing::UnitTest::GetInstance()->failed_test_count() > 0) {
+        std::fprintf(stderr, "kept: %s\n", path.c_str());
+        return;
+      }
       std::error_code ec;
-      if (!path.empty()) std::filesystem::remove_all(path, ec);
+      std::filesystem::remove_all(path, ec);
     }
   };
   static const Root root;
@@ -173,6 +181,7 @@ inline void expect_node_report_is_lean(const std::string& dir) {
   const nlohmann::json grid_json = test_support::without_node_note(
       nlohmann::json::parse(file_text(dir + "-node-grid.json"), nullptr, false));
   EXPECT_EQ(test_support::verdicts_of(grid_json), test_support::verdicts_of(lean_json)) << dir;
+  if (::testing::Test::HasFailure()) return;  // the node files kept with the run (scenario_root)
   for (const fs::path& n : node_files) fs::remove(n);
 }
 

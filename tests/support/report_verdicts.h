@@ -32,7 +32,11 @@ inline std::string verdicts_of(const nlohmann::json& report) {
   for (const char* verdict : {"hang", "desync", "incomplete"}) {
     if (report.contains(verdict)) v[verdict] = report[verdict];
   }
-  // Sorted: findings of about the same cost may change places.
+  // Sorted: stragglers, links and findings of about the same cost may change places (the two
+  // ranks of a lagging node, one rounded a hair costlier than the other).
+  for (const char* list : {"stragglers", "slow_links"}) {
+    if (v.contains(list)) std::sort(v[list].begin(), v[list].end());
+  }
   std::vector<std::pair<std::string, std::string>> findings;
   for (const nlohmann::json& f : report.value("findings", none))
     findings.emplace_back(f.value("severity", ""), f.value("source", ""));
