@@ -95,6 +95,13 @@ ReducedNode reduce_host(const std::string& dir, const trace::TraceDir& out, cons
   return node;
 }
 
+// The directory's index of `job` ("": the job with the most ranks).
+trace::JobIndex index_of(const std::string& dir, const std::string& job) {
+  trace::JobLoadOptions load;
+  load.job = job;
+  return trace::index_job(dir, load);
+}
+
 }  // namespace
 
 std::string this_host() {
@@ -109,9 +116,10 @@ std::string this_host() {
 }
 
 HostInJob host_in_job(const std::string& dir, const std::string& job, const std::string& host) {
-  trace::JobLoadOptions load;
-  load.job = job;
-  const trace::JobIndex index = trace::index_job(dir, load);
+  return host_in_job(index_of(dir, job), host);
+}
+
+HostInJob host_in_job(const trace::JobIndex& index, const std::string& host) {
   HostInJob out;
   int64_t elsewhere = 0, world = 0;
   for (const trace::TraceFileEntry& e : index.files) {
@@ -131,10 +139,12 @@ HostInJob host_in_job(const std::string& dir, const std::string& job, const std:
 }
 
 ReduceResult reduce_directory(const std::string& dir, const ReduceOptions& options) {
+  return reduce_index(dir, index_of(dir, options.job), options);
+}
+
+ReduceResult reduce_index(const std::string& dir, trace::JobIndex index,
+                          const ReduceOptions& options) {
   ReduceResult result;
-  trace::JobLoadOptions load;
-  load.job = options.job;
-  trace::JobIndex index = trace::index_job(dir, load);
   result.job = index.job;
   result.problems = std::move(index.problems);
   if (index.files.empty()) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/job_trace.h"
+#include "trace/job_loader.h"
 
 namespace ncclwatch::reduce {
 
@@ -33,6 +34,12 @@ struct ReducedNode {
   uint64_t records = 0;                     // trace records read
   uint64_t trace_bytes = 0;                 // the sizes of the trace files reduced
   uint64_t node_bytes = 0;
+
+  // The node file's size as a share of the traces it was reduced from (0 without traces).
+  double percent_of_traces() const {
+    return trace_bytes ? 100.0 * static_cast<double>(node_bytes) / static_cast<double>(trace_bytes)
+                       : 0.0;
+  }
 };
 
 struct ReduceResult {
@@ -43,6 +50,10 @@ struct ReduceResult {
 };
 
 ReduceResult reduce_directory(const std::string& dir, const ReduceOptions& options);
+// The same from the directory's index of options.job (trace::index_job, made once by a caller
+// that also asks host_in_job: one read of every trace's header, not two).
+ReduceResult reduce_index(const std::string& dir, trace::JobIndex index,
+                          const ReduceOptions& options);
 
 // Job `job`'s ranks ("": the job with the most ranks) in `dir` as `host` sees them, from the
 // traces' headers alone. `ncclwatch run` reduces its node's ranks when the job spans hosts and
@@ -56,6 +67,7 @@ struct HostInJob {
   bool spans_hosts = false;
 };
 HostInJob host_in_job(const std::string& dir, const std::string& job, const std::string& host);
+HostInJob host_in_job(const trace::JobIndex& index, const std::string& host);
 
 // The host name the shim records for this machine: NCCLWATCH_HOST if set (read at start, before
 // any thread), else gethostname.

@@ -75,18 +75,17 @@ ncclwatch::tools::Command reduce_command{
                 node.host.c_str(), node.left_to_traces.size());
             continue;
           }
-          std::printf(
-              "%s\n",
-              fmt::format("{}: {} rank(s), {} records, {} of traces -> {} ({:.2f} "
-                          "% of the traces){}",
-                          node.host, node.ranks, node.records, gib(node.trace_bytes), node.path,
-                          node.trace_bytes ? 100.0 * node.node_bytes / node.trace_bytes : 0.0,
-                          node.left_to_traces.empty()
-                              ? ""
-                              : fmt::format("; {} rank(s) with capture windows "
-                                            "left to their traces",
-                                            node.left_to_traces.size()))
-                  .c_str());
+          std::printf("%s\n",
+                      fmt::format("{}: {} rank(s), {} records, {} of traces -> {} ({:.2f} "
+                                  "% of the traces){}",
+                                  node.host, node.ranks, node.records, gib(node.trace_bytes),
+                                  node.path, node.percent_of_traces(),
+                                  node.left_to_traces.empty()
+                                      ? ""
+                                      : fmt::format("; {} rank(s) with capture windows "
+                                                    "left to their traces",
+                                                    node.left_to_traces.size()))
+                          .c_str());
         }
         exit_code = ncclwatch::tools::kExitOk;
       });

@@ -38,6 +38,7 @@
 #include "steps_option.h"
 #include "topology/nccl_warning_report.h"
 
+#include "trace/job_loader.h"
 #include "trace/salvage.h"
 
 namespace {
@@ -294,8 +295,10 @@ int run_status(int rc, ncclwatch::pipeline::ReportStatus report, bool strict) {
 // failure is said in one line and the run goes on: the traces are still there.
 void reduce_this_node(const RunArgs& args) {
   const std::string host = ncclwatch::reduce::this_host();
-  const ncclwatch::reduce::HostInJob here =
-      ncclwatch::reduce::host_in_job(args.dir, args.job, host);
+  ncclwatch::trace::JobLoadOptions load;
+  load.job = args.job;
+  ncclwatch::trace::JobIndex index = ncclwatch::trace::index_job(args.dir, load);
+  const ncclwatch::reduce::HostInJob here = ncclwatch::reduce::host_in_job(index, host);
   if (!here.spans_hosts) return;
   if (here.running > 0) {
     say("{}: {} of its {} rank(s) still running: not reduced (the last `ncclwatch run` on this "
@@ -307,7 +310,7 @@ void reduce_this_node(const RunArgs& args) {
   options.job = args.job;
   options.host = host;
   const ncclwatch::reduce::ReduceResult result =
-      ncclwatch::reduce::reduce_directory(args.dir, options);
+      ncclwatch::reduce::reduce_index(args.dir, std::move(index), options);
   if (!result.error.empty()) {
     say("this node's ranks not reduced: {}", result.error);
     return;
@@ -315,10 +318,7 @@ void reduce_this_node(const RunArgs& args) {
   for (const ncclwatch::reduce::ReducedNode& node : result.nodes) {
     if (node.path.empty()) continue;
     say("{}: {} rank(s) reduced to {} ({:.2f} % of their traces) for the job's report", node.host,
-        node.ranks, node.path,
-        node.trace_bytes
-            ? 100.0 * static_cast<double>(node.node_bytes) / static_cast<double>(node.trace_bytes)
-            : 0.0);
+        node.ranks, node.path, node.percent_of_traces());
   }
 }
 
