@@ -148,6 +148,7 @@ TEST(GpuRanks, StepSummariesOfAFakeDdpJob) {
   std::map<uint32_t, std::vector<uint32_t>> seq_of_step;
   for (const auto& t : run.ranks) {
     SCOPED_TRACE("rank " + std::to_string(t.info.rank));
+    const uint32_t compute = t.info.rank == 2 ? 15'000 : 10'000;
     double compute_sum = 0;
     int compute_steps = 0;
     ASSERT_GE(t.steps.size(), 39u);
@@ -165,20 +166,24 @@ TEST(GpuRanks, StepSummariesOfAFakeDdpJob) {
       EXPECT_GT(st.arrive_ns, 0);
       EXPECT_GT(st.sync_ns, st.arrive_ns);
       if ((st.prefix.flags & ncclwatch::format::kStepLast) != 0) continue;
-      // Steps start at the host's entry into their first bucket; the fake GPU runs the kernels
-      // when it gets to them. On a busy machine the host runs ahead of the GPU by a varying
-      // amount, so a step's clip takes a varying slice of its neighbour's kernels (seen: 370 us
-      // of 10 ms): each step is near the modelled compute, their mean is the modelled compute.
-      const uint32_t compute = t.info.rank == 2 ? 15'000 : 10'000;
-      EXPECT_NEAR(st.compute_us, compute, compute / 10);
       EXPECT_LE(st.compute_us + st.exposed_us + st.idle_us, st.duration_us + 1);
-      if (i > 0) {  // the first step holds the broadcast's and warm-up's edge
-        compute_sum += st.compute_us;
-        ++compute_steps;
-      }
+      if (i == 0) continue;  // the first step holds the broadcast's and warm-up's edge
+      // Steps start at the host's entry into their first bucket, after it has launched the
+      // forward pass and the first bucket's backward kernels; the fake GPU runs them when it gets
+      // to them. On a busy machine the host is late by a varying amount, so a varying part of the
+      // next step's pre-bucket kernels (seen: 370 us, and 2.7 ms of 10 ms on a loaded CI) run
+      // before its start and count in this step, and the next step counts that much less. A
+      // step's own compute is therefore not a load-independent figure; what is: no kernel time is
+      // lost or counted twice, so the running sum from step 1 stays within one step's pre-bucket
+      // compute (forward 3 ms + a quarter of backward's 6 ms: 45 % of a step's) of the modelled
+      // figure, whatever the load.
+      compute_sum += st.compute_us;
+      ++compute_steps;
+      const double modelled = compute_steps * compute;
+      EXPECT_NEAR(compute_sum, modelled, compute / 2) << "steps 1.." << i;
+      EXPECT_LE(st.compute_us, 2 * compute) << "step " << st.step;
     }
     ASSERT_GT(compute_steps, 30);
-    EXPECT_NEAR(compute_sum / compute_steps, t.info.rank == 2 ? 15'000 : 10'000, 100);
   }
   for (const auto& [step, seqs] : seq_of_step) {
     if (seqs.size() < 4) continue;  // the last step may end differently
