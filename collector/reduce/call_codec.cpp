@@ -184,7 +184,6 @@ void write_calls(ByteWriter& w, const std::vector<model::CallEvent>& calls) {
   Counters k;
   std::unordered_map<CallShape, uint32_t, ShapeHash> shapes;
   w.varint(calls.size());
-  int64_t prev_enter = 0;
   for (const model::CallEvent& c : calls) {
     CallShape s;
     const auto comm = std::find(k.comm_ids.begin(), k.comm_ids.end(), c.comm_id);
@@ -228,24 +227,38 @@ void write_calls(ByteWriter& w, const std::vector<model::CallEvent>& calls) {
       if (shapes.size() < kMaxCallShapes) shapes.emplace(s, static_cast<uint32_t>(shapes.size()));
     }
   }
-  // The times as columns (see the header): entries, then durations, then GPU starts and ends.
+  // The times as columns (see the header), each as byte planes (ByteWriter::planes): the first
+  // entry, then the steps between entries, durations, GPU starts (from the entry) and GPU
+  // durations, signed ones zig-zagged.
+  if (calls.empty()) return;
+  w.svarint(calls.front().enter_ns);
+  std::vector<uint64_t> column;
+  column.reserve(calls.size());
+  for (std::size_t i = 1; i < calls.size(); ++i)
+    column.push_back(static_cast<uint64_t>(calls[i].enter_ns) -
+                     static_cast<uint64_t>(calls[i - 1].enter_ns));
+  w.planes(column);
+  column.clear();
+  for (const model::CallEvent& c : calls) column.push_back(zigzag(c.exit_ns - c.enter_ns));
+  w.planes(column);
+  column.clear();
   for (const model::CallEvent& c : calls) {
-    w.svarint(c.enter_ns - prev_enter);
-    prev_enter = c.enter_ns;
+    if (c.gpu_start_ns != 0 || c.gpu_end_ns != 0)
+      column.push_back(zigzag(c.gpu_start_ns - c.enter_ns));
   }
-  for (const model::CallEvent& c : calls) w.svarint(c.exit_ns - c.enter_ns);
+  w.planes(column);
+  column.clear();
   for (const model::CallEvent& c : calls) {
-    if (c.gpu_start_ns != 0 || c.gpu_end_ns != 0) w.svarint(c.gpu_start_ns - c.enter_ns);
+    if (c.gpu_start_ns != 0 || c.gpu_end_ns != 0)
+      column.push_back(zigzag(c.gpu_end_ns - c.gpu_start_ns));
   }
-  for (const model::CallEvent& c : calls) {
-    if (c.gpu_start_ns != 0 || c.gpu_end_ns != 0) w.svarint(c.gpu_end_ns - c.gpu_start_ns);
-  }
+  w.planes(column);
 }
 
 void read_calls(ByteReader& r, std::vector<model::CallEvent>& calls) {
   Counters k;
   std::vector<CallShape> shapes;
-  calls.resize(r.count(3));
+  calls.resize(r.count(1));  // a shape's index at the least (planes of 0 take no byte)
   std::vector<uint8_t> gpu(calls.size());
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const uint64_t index = r.varint();
@@ -264,25 +277,43 @@ void read_calls(ByteReader& r, std::vector<model::CallEvent>& calls) {
     if (!apply_shape(r, *s, k, calls[i])) return;
     gpu[i] = s->gpu ? 1 : 0;
   }
-  int64_t prev_enter = 0;
-  for (model::CallEvent& c : calls) {
-    const int64_t step = r.svarint();
-    if (step < 0) {
-      r.fail("calls out of order (the analyses take them by entry time)");
+  if (calls.empty() || !r.ok()) return;
+  calls.front().enter_ns = r.svarint();
+  std::vector<uint64_t> steps, durations, starts, lengths;
+  const std::size_t with_gpu = static_cast<std::size_t>(std::count(gpu.begin(), gpu.end(), 1));
+  if (!r.planes(calls.size() - 1, steps) || !r.planes(calls.size(), durations) ||
+      !r.planes(with_gpu, starts) || !r.planes(with_gpu, lengths))
+    return;
+  for (std::size_t i = 1; i < calls.size(); ++i) {
+    if (steps[i - 1] > static_cast<uint64_t>(INT64_MAX)) {
+      // A step below 0 written as unsigned (the analyses take calls by entry time).
+      r.fail("calls out of order");
       return;
     }
-    if (__builtin_add_overflow(prev_enter, step, &c.enter_ns)) {
+    if (__builtin_add_overflow(calls[i - 1].enter_ns, static_cast<int64_t>(steps[i - 1]),
+                               &calls[i].enter_ns)) {
       r.fail("a time past the range of 64 bits");
       return;
     }
-    prev_enter = c.enter_ns;
-    if (!r.ok()) return;
   }
-  for (model::CallEvent& c : calls) c.exit_ns = r.svarint_after(c.enter_ns);
-  for (std::size_t i = 0; i < calls.size(); ++i)
-    calls[i].gpu_start_ns = gpu[i] ? r.svarint_after(calls[i].enter_ns) : 0;
-  for (std::size_t i = 0; i < calls.size(); ++i)
-    calls[i].gpu_end_ns = gpu[i] ? r.svarint_after(calls[i].gpu_start_ns) : 0;
+  // Every sum below is checked: a forged column must not wrap a time.
+  const auto after = [&r](int64_t base, uint64_t zz, int64_t& out) {
+    if (__builtin_add_overflow(base, unzigzag(zz), &out)) {
+      r.fail("a time past the range of 64 bits");
+      return false;
+    }
+    return true;
+  };
+  std::size_t g = 0;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    model::CallEvent& c = calls[i];
+    if (!after(c.enter_ns, durations[i], c.exit_ns)) return;
+    if (gpu[i] == 0) continue;
+    if (!after(c.enter_ns, starts[g], c.gpu_start_ns) ||
+        !after(c.gpu_start_ns, lengths[g], c.gpu_end_ns))
+      return;
+    ++g;
+  }
 }
 
 }  // namespace ncclwatch::reduce

@@ -30,7 +30,8 @@ inline constexpr uint64_t kNodeFileMagic = 0x444F4E574C43434EULL;  // "NCCLWNOD"
 // 2: a digest holds busy as what it adds to comm ∪ compute (analysis/packed_activity.h).
 // 3: calls as shapes and times (reduce/call_codec.h), compute spans on a grid if asked
 //    (ReduceOptions), a rank section's bytes compressed with zstd.
-inline constexpr uint32_t kNodeFileVersion = 3;
+// 4: interval sets' and calls' time columns as byte planes (ByteWriter::planes).
+inline constexpr uint32_t kNodeFileVersion = 4;
 inline constexpr uint32_t kRankSection = 0x4B4E4152;  // "RANK"
 inline constexpr uint32_t kEndSection = 0x2E444E45;   // "END."
 // One rank's bytes at most (a rank of 10^8 calls is ~3 GB): a larger count is damage.

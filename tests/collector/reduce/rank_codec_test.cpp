@@ -407,5 +407,40 @@ TEST(ByteCodec, NumbersRoundTripAndACountBeyondTheBytesIsRefused) {
   EXPECT_NE(r.error().find("cannot hold"), std::string::npos);
 }
 
+// Byte planes: every width from none (all 0) to 8, a column whose one outlier widens it, and a
+// forged width or a count the bytes cannot hold refused before anything is allocated.
+TEST(ByteCodec, PlanesRoundTripAtEveryWidthAndForgedOnesAreRefused) {
+  std::vector<std::vector<uint64_t>> columns = {{}, {0, 0, 0}, {1, 255, 7}, {256, 65535, 3}};
+  for (int width = 3; width <= 8; ++width) {
+    const uint64_t top = width == 8 ? UINT64_MAX : (uint64_t{1} << (8 * width)) - 1;
+    columns.push_back({top, 1, top / 3, 0});
+  }
+  columns.push_back(std::vector<uint64_t>(1000, 2000));
+  columns.back()[500] = uint64_t{3600} * 1'000'000'000;  // an hour-long call among microseconds
+  ByteWriter w;
+  for (const auto& c : columns) w.planes(c);
+  EXPECT_EQ(w.bytes()[0], 0);  // the empty column: its width only
+  ByteReader r(w.bytes());
+  for (const auto& c : columns) {
+    std::vector<uint64_t> back;
+    ASSERT_TRUE(r.planes(c.size(), back)) << r.error();
+    EXPECT_EQ(back, c);
+  }
+  EXPECT_TRUE(r.done());
+
+  std::string forged(1, static_cast<char>(9));
+  ByteReader wide(forged);
+  std::vector<uint64_t> out;
+  EXPECT_FALSE(wide.planes(1, out));
+  EXPECT_NE(wide.error().find("wider than 8"), std::string::npos) << wide.error();
+  forged = std::string(1, static_cast<char>(8)) + std::string(15, '\x01');
+  ByteReader short_column(forged);
+  EXPECT_FALSE(short_column.planes(2, out));  // 16 bytes needed, 15 there
+  EXPECT_NE(short_column.error().find("cannot hold"), std::string::npos) << short_column.error();
+  ByteReader huge(forged);
+  EXPECT_FALSE(huge.planes(SIZE_MAX / 4, out));
+  EXPECT_TRUE(out.empty());
+}
+
 }  // namespace
 }  // namespace ncclwatch::reduce
