@@ -242,6 +242,9 @@ struct RankTrace {
   HookedCall last_returned;  // the hooked call that returned last (func kUnknown if none)
   // Per-step summaries (layout version 5), in step order, and the capture windows in start order.
   std::vector<format::StepRecord> steps;
+  // Valid summaries read and not kept in `steps` (before a whole-run window opened, and no
+  // keep_steps: trace/rank_loader.h): 0 means `steps` holds every one the files hold.
+  uint64_t steps_not_kept = 0;
   std::vector<WindowMark> windows;
   // GPU timing switched on or off (NCCLWATCH_SUMMARY_GPU), in the order written.
   std::vector<format::GpuTimingRecord> gpu_timing;

@@ -9,23 +9,37 @@ namespace ncclwatch::pipeline {
 
 namespace {
 
-// A rank's summaries the loader kept (a whole-run window: rank_loader.h).
+// A rank's summaries the loader kept (a whole-run window: rank_loader.h), and its GPU-timing
+// decision as StepStream finds it in the files: the first of reason auto or setting.
 class KeptSteps : public history::StepSource {
  public:
-  explicit KeptSteps(const std::vector<format::StepRecord>& steps) : steps_(steps) {}
+  explicit KeptSteps(const model::RankTrace& rank) : steps_(rank.steps) {
+    for (const format::GpuTimingRecord& g : rank.gpu_timing) {
+      if (g.prefix.u8b != static_cast<uint8_t>(format::GpuTimingReason::kWindow)) {
+        decision_ = &g;
+        break;
+      }
+    }
+  }
   bool next(format::StepRecord& out) override {
     if (at_ >= steps_.size()) return false;
     out = steps_[at_++];
     return true;
   }
+  const format::GpuTimingRecord* gpu_decision() const override { return decision_; }
 
  private:
   const std::vector<format::StepRecord>& steps_;
+  const format::GpuTimingRecord* decision_ = nullptr;
   std::size_t at_ = 0;
 };
 
-bool whole_run_window(const model::RankTrace& r) {
-  return !r.steps.empty() &&
+// The loader kept every valid summary of the rank: none is left in its files alone. Not "some
+// steps": a rank whose every summary failed validation has none to keep, and its files none to
+// give either; a report of node files without the traces beside them (multi-node.md) has only
+// what was kept.
+bool steps_all_kept(const model::RankTrace& r) {
+  return r.steps_not_kept == 0 &&
          std::any_of(r.windows.begin(), r.windows.end(), [](const model::WindowMark& w) {
            return w.trigger == format::WindowTrigger::kWholeRun;
          });
@@ -59,11 +73,10 @@ RunHistory read_run_history(const model::JobTrace& job, const std::string& dir) 
     s.parts = parts_of(index, r.info.source);
     sources.push_back(std::move(s));
   }
-  if (std::all_of(job.ranks.begin(), job.ranks.end(), whole_run_window)) {
+  if (std::all_of(job.ranks.begin(), job.ranks.end(), steps_all_kept)) {
     // The loader kept them: no second pass over files that hold the whole run's detail.
     std::vector<std::unique_ptr<history::StepSource>> kept;
-    for (const model::RankTrace& r : job.ranks)
-      kept.push_back(std::make_unique<KeptSteps>(r.steps));
+    for (const model::RankTrace& r : job.ranks) kept.push_back(std::make_unique<KeptSteps>(r));
     run.history = history::build_history(std::move(sources), kept);
   } else {
     run.history = history::build_history(std::move(sources), run.problems);

@@ -257,6 +257,7 @@ void write_small_records(ByteWriter& w, const model::RankTrace& t) {
   for (const model::HookedCall& h : t.never_returned) write_hooked(w, h);
   write_hooked(w, t.last_returned);
   write_steps(w, t.steps);
+  w.varint(t.steps_not_kept);
   w.varint(t.windows.size());
   for (const model::WindowMark& m : t.windows) {
     w.varint(m.id);
@@ -301,6 +302,7 @@ void read_small_records(ByteReader& r, model::RankTrace& t) {
   for (model::HookedCall& h : t.never_returned) h = read_hooked(r);
   t.last_returned = read_hooked(r);
   read_steps(r, t.steps);
+  t.steps_not_kept = r.varint();
   t.windows.resize(r.count(10));  // 10 fields of a byte at the least
   for (model::WindowMark& m : t.windows) {
     m.id = r.varint();

@@ -283,7 +283,11 @@ void RankBuilder::add_one(const format::Record& r) {
       trace_.sched.push_back({r.sched.t_ns, r.prefix.tid, r.sched.on_cpu_ns, r.sched.wait_ns});
       break;
     case RecordKind::kStep:
-      if (keep_steps_ || whole_run_) trace_.steps.push_back(r.step);
+      if (keep_steps_ || whole_run_) {
+        trace_.steps.push_back(r.step);
+      } else {
+        ++trace_.steps_not_kept;
+      }
       break;
     case RecordKind::kWindow:
       add_window(r.window);

@@ -129,6 +129,70 @@ TEST(NodeMerge, TheMergedReportIsTheTracesReport) {
   EXPECT_NE(note.find("4 of them without their trace here"), std::string::npos) << note;
 }
 
+// A whole-run job (NCCLWATCH_DETAIL=all) with a step summary per step. `bad_rank`'s summaries
+// all fail validation (the GPU end of the step's first collective before its entry: seen on a
+// loaded machine, where the fake GPU runs on a virtual clock); `window_last`: the whole-run
+// window's open record comes after the summaries (its open evicted or dropped: the loader keeps
+// none of them, and the history must come from the files).
+void write_summarized_job(const std::string& dir, int bad_rank, bool window_last) {
+  for (int r = 0; r < 4; ++r) {
+    std::vector<Record> rs = rank_records(r, false);
+    std::vector<Record> summaries;
+    for (int s = 0; s < kSteps; ++s) {
+      const int64_t t0 = 10 * kMs + s * 20 * kMs;
+      const int64_t enter = t0 + 11 * kMs + (r == 3 ? 4 * kMs : 0);
+      const int64_t sync = r == bad_rank ? enter - kMs : t0 + 16 * kMs;
+      summaries.push_back(tt::make_step(static_cast<uint32_t>(s + 1), t0, 20'000,
+                                        static_cast<uint32_t>(s), enter, sync, 10'000, 1'000, 0));
+    }
+    const Record open =
+        tt::make_window(format::WindowEvent::kOpen, 0, format::WindowTrigger::kWholeRun, 5 * kMs, 0,
+                        1, format::kNoStep);
+    if (!window_last) rs.insert(rs.begin() + 3, open);
+    // NCCLWATCH_SUMMARY_GPU=auto decided to keep GPU timing on: the history says why, whether
+    // its summaries were kept by the loader or read from the files.
+    Record gpu{};
+    gpu.gpu_timing.prefix.kind = format::RecordKind::kGpuTiming;
+    gpu.gpu_timing.prefix.u8a = 1;
+    gpu.gpu_timing.prefix.u8b = static_cast<uint8_t>(format::GpuTimingReason::kAuto);
+    gpu.gpu_timing.t_ns = 9 * kMs;
+    gpu.gpu_timing.step_ns = 20 * kMs;
+    gpu.gpu_timing.units_per_step_x100 = 300;
+    gpu.gpu_timing.unit_cost_ns = 2000;
+    gpu.gpu_timing.measured_steps = 20;
+    rs.push_back(gpu);
+    rs.insert(rs.end(), summaries.begin(), summaries.end());
+    if (window_last) rs.push_back(open);
+    tt::write_rank(dir, "job", host_of(r), 100 + r, r, 4, rs);
+  }
+}
+
+// The history of node files alone is the traces' history: every rank's summaries travel in its
+// node file, including "none valid" (a rank whose every summary was refused: the history used to
+// be read from the files then, and without them it vanished from the report). Where the loader
+// kept none because the window opened after them, the traces beside the node files give them.
+TEST(NodeMerge, TheHistoryOfNodeFilesAloneIsTheTraces) {
+  for (const bool window_last : {false, true}) {
+    SCOPED_TRACE(window_last ? "window opened last" : "window opened first");
+    tt::TempDir dir;
+    write_summarized_job(dir.path(), 0, window_last);
+    const std::string traces = report(dir.path());
+    ASSERT_NE(traces.find("== History"), std::string::npos) << traces;
+    EXPECT_NE(traces.find("4 ranks, 10 steps (1-10)"), std::string::npos) << traces;
+    EXPECT_NE(traces.find("auto: 3 kernels/step x 2 us"), std::string::npos) << traces;
+    EXPECT_NE(traces.find("step event before the step starts"), std::string::npos);
+    ASSERT_EQ(reduce_all(dir.path()).error, "");
+    EXPECT_EQ(report(dir.path()), traces);
+    if (window_last) continue;  // the summaries are in the traces only
+    tt::TempDir away;
+    for (const auto& e : fs::directory_iterator(dir.path())) {
+      if (e.path().extension() == ".trace")
+        fs::rename(e.path(), away.path() + "/" + e.path().filename().string());
+    }
+    EXPECT_EQ(report(dir.path()), traces);
+  }
+}
+
 TEST(NodeMerge, ARankWhoseTraceChangedIsReadFromItsTrace) {
   tt::TempDir dir;
   write_job(dir.path());
