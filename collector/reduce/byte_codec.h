@@ -48,10 +48,12 @@ class ByteWriter {
   // Alike numbers share their high bytes, which zstd then takes as long runs; varints interleave
   // those with the low bytes and their continuation bits: ~16 % smaller compressed where kernels
   // run apart (tests/bench/reduce/README.md).
-  void planes(const std::vector<uint64_t>& v) {
+  // `min_width`: at least that many planes, so that each number takes a byte or more and a
+  // reader can bound a count by the bytes left (ByteReader::count).
+  void planes(const std::vector<uint64_t>& v, int min_width = 0) {
     uint64_t all = 0;
     for (uint64_t x : v) all |= x;
-    int width = 0;
+    int width = v.empty() ? 0 : min_width;
     while (width < 8 && (all >> (8 * width)) != 0) ++width;
     u8(static_cast<uint8_t>(width));
     const std::size_t at = out_.size();
@@ -142,12 +144,16 @@ class ByteReader {
     return v;
   }
   // `n` numbers written by ByteWriter::planes: false (and the reader stops) when the width is
-  // past 8 or the bytes left cannot hold them.
-  bool planes(std::size_t n, std::vector<uint64_t>& out) {
+  // past 8 or below `min_width` (n > 0), or the bytes left cannot hold them.
+  bool planes(std::size_t n, std::vector<uint64_t>& out, int min_width = 0) {
     const uint8_t width = u8();
     if (!ok()) return false;
     if (width > 8) {
       fail("a column wider than 8 bytes");
+      return false;
+    }
+    if (n > 0 && width < min_width) {
+      fail("a column narrower than its numbers take");
       return false;
     }
     if (width != 0 && n > left() / width) {

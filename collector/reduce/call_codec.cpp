@@ -229,7 +229,8 @@ void write_calls(ByteWriter& w, const std::vector<model::CallEvent>& calls) {
   }
   // The times as columns (see the header), each as byte planes (ByteWriter::planes): the first
   // entry, then the steps between entries, durations, GPU starts (from the entry) and GPU
-  // durations, signed ones zig-zagged.
+  // durations, signed ones zig-zagged. Entries and durations take a plane at least: with the
+  // shape's index, 3 bytes a call, which bounds the count before anything is allocated.
   if (calls.empty()) return;
   w.svarint(calls.front().enter_ns);
   std::vector<uint64_t> column;
@@ -237,10 +238,10 @@ void write_calls(ByteWriter& w, const std::vector<model::CallEvent>& calls) {
   for (std::size_t i = 1; i < calls.size(); ++i)
     column.push_back(static_cast<uint64_t>(calls[i].enter_ns) -
                      static_cast<uint64_t>(calls[i - 1].enter_ns));
-  w.planes(column);
+  w.planes(column, 1);
   column.clear();
   for (const model::CallEvent& c : calls) column.push_back(zigzag(c.exit_ns - c.enter_ns));
-  w.planes(column);
+  w.planes(column, 1);
   column.clear();
   for (const model::CallEvent& c : calls) {
     if (c.gpu_start_ns != 0 || c.gpu_end_ns != 0)
@@ -258,7 +259,7 @@ void write_calls(ByteWriter& w, const std::vector<model::CallEvent>& calls) {
 void read_calls(ByteReader& r, std::vector<model::CallEvent>& calls) {
   Counters k;
   std::vector<CallShape> shapes;
-  calls.resize(r.count(1));  // a shape's index at the least (planes of 0 take no byte)
+  calls.resize(r.count(3));  // a shape's index, an entry step and a duration at the least
   std::vector<uint8_t> gpu(calls.size());
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const uint64_t index = r.varint();
@@ -281,7 +282,7 @@ void read_calls(ByteReader& r, std::vector<model::CallEvent>& calls) {
   calls.front().enter_ns = r.svarint();
   std::vector<uint64_t> steps, durations, starts, lengths;
   const std::size_t with_gpu = static_cast<std::size_t>(std::count(gpu.begin(), gpu.end(), 1));
-  if (!r.planes(calls.size() - 1, steps) || !r.planes(calls.size(), durations) ||
+  if (!r.planes(calls.size() - 1, steps, 1) || !r.planes(calls.size(), durations, 1) ||
       !r.planes(with_gpu, starts) || !r.planes(with_gpu, lengths))
     return;
   for (std::size_t i = 1; i < calls.size(); ++i) {

@@ -440,6 +440,14 @@ TEST(ByteCodec, PlanesRoundTripAtEveryWidthAndForgedOnesAreRefused) {
   ByteReader huge(forged);
   EXPECT_FALSE(huge.planes(SIZE_MAX / 4, out));
   EXPECT_TRUE(out.empty());
+  // A column that must take a byte a number (ByteReader::count bounds calls by it) refuses none.
+  ByteWriter zeros;
+  zeros.planes({0, 0, 0}, 1);
+  zeros.planes({0, 0, 0});
+  EXPECT_EQ(zeros.bytes().size(), 1u + 3u + 1u);
+  ByteReader narrow(zeros.bytes().substr(4));
+  EXPECT_FALSE(narrow.planes(3, out, 1));
+  EXPECT_NE(narrow.error().find("narrower"), std::string::npos) << narrow.error();
 }
 
 }  // namespace
