@@ -445,7 +445,8 @@ TEST(ByteCodec, PlanesRoundTripAtEveryWidthAndForgedOnesAreRefused) {
   zeros.planes({0, 0, 0}, 1);
   zeros.planes({0, 0, 0});
   EXPECT_EQ(zeros.bytes().size(), 1u + 3u + 1u);
-  ByteReader narrow(zeros.bytes().substr(4));
+  const std::string second = zeros.bytes().substr(4);  // the reader views it: it must outlive it
+  ByteReader narrow(second);
   EXPECT_FALSE(narrow.planes(3, out, 1));
   EXPECT_NE(narrow.error().find("narrower"), std::string::npos) << narrow.error();
 }
