@@ -25,6 +25,12 @@ struct RankSource {
 };
 
 // One rank's step summaries in the order written (a trace file: step_stream.h; tests: memory).
+// A GpuTimingRecord that says how GPU timing runs outside capture windows (reason auto or
+// setting), as opposed to a window's own switch: the first one is the rank's decision.
+inline bool is_gpu_decision(const format::GpuTimingRecord& g) {
+  return g.prefix.u8b != static_cast<uint8_t>(format::GpuTimingReason::kWindow);
+}
+
 class StepSource {
  public:
   virtual ~StepSource() = default;

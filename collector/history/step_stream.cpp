@@ -20,8 +20,7 @@ bool StepStream::next(format::StepRecord& out) {
     while (at_ < chunk_.size()) {
       const format::Record& r = chunk_[at_++];
       if (r.prefix.kind == format::RecordKind::kGpuTiming && !has_decision_ &&
-          r.prefix.u8b != static_cast<uint8_t>(format::GpuTimingReason::kWindow) &&
-          trace::record_problem(r) == nullptr) {
+          history::is_gpu_decision(r.gpu_timing) && trace::record_problem(r) == nullptr) {
         decision_ = r.gpu_timing;
         has_decision_ = true;
       }

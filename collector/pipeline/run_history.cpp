@@ -15,7 +15,7 @@ class KeptSteps : public history::StepSource {
  public:
   explicit KeptSteps(const model::RankTrace& rank) : steps_(rank.steps) {
     for (const format::GpuTimingRecord& g : rank.gpu_timing) {
-      if (g.prefix.u8b != static_cast<uint8_t>(format::GpuTimingReason::kWindow)) {
+      if (history::is_gpu_decision(g)) {
         decision_ = &g;
         break;
       }

@@ -16,13 +16,19 @@
 
 namespace ncclwatch::reduce {
 
+// Signed numbers as unsigned ones with small magnitudes small: 0, -1, 1, -2, ... -> 0, 1, 2, 3.
+constexpr uint64_t zigzag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+constexpr int64_t unzigzag(uint64_t z) {
+  return static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1));
+}
+
 class ByteWriter {
  public:
   void u8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
   void varint(uint64_t v) { model::put_leb128(out_, v); }
-  void svarint(int64_t v) {
-    varint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));  // zig-zag
-  }
+  void svarint(int64_t v) { varint(zigzag(v)); }
   void f64(double v) {
     uint64_t bits = 0;
     std::memcpy(&bits, &v, sizeof bits);
@@ -99,10 +105,7 @@ class ByteReader {
     fail("a number longer than 64 bits");
     return 0;
   }
-  int64_t svarint() {
-    const uint64_t z = varint();
-    return static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1));
-  }
+  int64_t svarint() { return unzigzag(varint()); }
   // `base` plus a signed difference (times are written as differences): a sum past int64 is
   // damage, not a wrap (0, and the reader stops).
   int64_t svarint_after(int64_t base) {

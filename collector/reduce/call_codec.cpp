@@ -49,13 +49,6 @@ struct ShapeHash {
   }
 };
 
-uint64_t zigzag(int64_t v) {
-  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
-}
-int64_t unzigzag(uint64_t z) {
-  return static_cast<int64_t>((z >> 1) ^ (~(z & 1) + 1));
-}
-
 // The counters a shape's steps are taken from, as the writer and the reader both keep them.
 struct Counters {
   std::vector<uint64_t> comm_ids;
